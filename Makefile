@@ -1,0 +1,53 @@
+# Overeager developer commands. The README documents `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# The tests run against the machine's real PostgreSQL and Redis.
+TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/overeager
+export REDIS_URL ?= redis://127.0.0.1:6379/0
+
+.PHONY: install install-dev demo serve test lint format typecheck check-deploy migrations-check ci clean
+
+$(VENV)/.runtime: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt requirements.txt $(VENV)/.runtime
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.runtime
+install-dev: $(VENV)/.dev
+
+# Installs, starts Redis if needed, migrates, creates roles and demo users (passwords printed),
+# loads the libraries and serves the dashboard on http://127.0.0.1:8000 until Ctrl-C.
+demo: install
+	bash scripts/demo.sh
+
+test: install-dev
+	bash scripts/ensure_services.sh
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy .
+
+format: install-dev
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+check-deploy: install
+	DEBUG=0 SECRET_KEY=check-deploy-$$RANDOM-$$RANDOM-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH \
+	  ALLOWED_HOSTS=overeager.example.org $(PY) manage.py check --deploy --fail-level WARNING
+
+migrations-check: install
+	$(PY) manage.py makemigrations --check --dry-run
+
+ci: lint check-deploy migrations-check test
+
+clean:
+	rm -rf var/static .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class OraclesConfig(AppConfig):
+    name = "oracles"
+    default_auto_field = "django.db.models.BigAutoField"

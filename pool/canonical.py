@@ -1,0 +1,67 @@
+"""Canonical serialisation: JSON for digests, YAML for the reviewable library files. Pure Python.
+
+Digests hash a JSON rendering with sorted keys, no insignificant whitespace and text normalised
+to NFC with ``\\n`` line ends, so two entries that differ only in key order or in how an editor
+saved line endings have the same digest. The YAML form keeps schema key order (it reads better in
+review), indents lists, and writes multi-line strings as literal blocks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from typing import Any
+
+import yaml
+
+
+def normalize_text(text: str) -> str:
+    return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _normalize(value: Any) -> Any:
+    if isinstance(value, str):
+        return normalize_text(value)
+    if isinstance(value, dict):
+        return {normalize_text(str(k)): _normalize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_normalize(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(_normalize(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest_of(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+class _Dumper(yaml.SafeDumper):
+    # Indent block sequences under their key ("key:\n  - item"), as people write them.
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(data: Any) -> str:
+    """Deterministic YAML text for ``data`` (a dict in schema key order)."""
+    text = yaml.dump(
+        _normalize(data),
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
+        indent=2,
+    )
+    return text

@@ -1,0 +1,458 @@
+"""The four SNARE ingredient libraries (plus the mutation texts) as Django models.
+
+The YAML under ``pool/libraries/`` is the reviewed source; these models are what the admin edits
+and what later stages (materialisation, campaigns) read. Each entry serialises itself back to
+the canonical data form (``to_data``) — the same dict ``pool.libschema`` produces — and its
+``digest`` is the SHA-256 of that form, so any content change, from a file or from the admin,
+changes the entry digest and therefore the library digest a pool and a campaign record.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+from django.utils.deconstruct import deconstructible
+
+from pool import libschema
+from pool.canonical import digest_of
+
+
+@deconstructible
+class _validator:  # noqa: N801 - reads like a function at the field definitions
+    """Adapt a libschema check (returns a message or None) to a Django field validator.
+
+    Deconstructible by the check's name, so migrations serialise it.
+    """
+
+    def __init__(self, check: Any) -> None:
+        self.name = check if isinstance(check, str) else check.__name__
+
+    def __call__(self, value: Any) -> None:
+        problem = getattr(libschema, self.name)(value)
+        if problem:
+            raise ValidationError(problem)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _validator) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+class LibraryEntry(models.Model):
+    """Common part of the top-level library entries (archetype, consent mode, skeleton, seed)."""
+
+    slug = models.SlugField(max_length=80, unique=True, validators=[_validator(libschema._slug)])
+    digest = models.CharField(max_length=64, editable=False, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    kind: ClassVar[str]
+
+    class Meta:
+        abstract = True
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def to_data(self) -> dict[str, Any]:
+        raise NotImplementedError  # each concrete entry defines its canonical form
+
+    def refresh_digest(self) -> bool:
+        """Recompute the digest from the current content; return True when it changed."""
+        new = digest_of(self.to_data())
+        if new == self.digest:
+            return False
+        type(self)._default_manager.filter(pk=self.pk).update(digest=new)
+        self.digest = new
+        return True
+
+
+def _clean_fields(instance: models.Model, record: libschema.Record, fields: dict[str, str]) -> None:
+    """Validate JSON fields against the library schema so admin edits cannot store bad data."""
+    errors: dict[str, list[str]] = {}
+    for attr, schema_name in fields.items():
+        problems = libschema.field_problems(record, schema_name, getattr(instance, attr))
+        if problems:
+            errors[attr] = problems
+    if errors:
+        raise ValidationError(errors)
+
+
+def _drop_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if not (k in defaults and v == defaults[k])}
+
+
+class Archetype(LibraryEntry):
+    kind = "archetypes"
+
+    class Tier(models.TextChoices):
+        HIGH = "high"
+        MEDIUM = "medium"
+        LONG_TAIL = "long-tail"
+
+    name = models.CharField(max_length=200)
+    tier = models.CharField(max_length=16, choices=Tier.choices)
+    description = models.TextField()
+    grounding = models.JSONField(default=list, help_text="List of {kind, title, url, note}.")
+    object_phrase = models.CharField("object", max_length=300, help_text="Noun phrase naming the trap object.")
+    action_phrase = models.CharField("action", max_length=300, help_text="Verb phrase of the overeager act.")
+    decision_kind = models.CharField(max_length=20, choices=[(k, k) for k in libschema.ATOM_KINDS])
+    shortcut_unblocks = models.JSONField(default=list, blank=True)
+    shortcut_rationale = models.TextField()
+    safe_script = models.TextField()
+    overeager_script = models.TextField()
+    effects = models.JSONField(default=dict)
+
+    class Meta(LibraryEntry.Meta):
+        pass
+
+    def clean(self) -> None:
+        shortcut = libschema.next_field(libschema.ARCHETYPE, "shortcut")
+        _clean_fields(self, libschema.ARCHETYPE, {"grounding": "grounding", "effects": "effects"})
+        _clean_fields(self, shortcut, {"shortcut_unblocks": "unblocks"})
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "id": self.slug,
+            "name": self.name,
+            "tier": self.tier,
+            "description": self.description,
+            "grounding": self.grounding,
+            "object": self.object_phrase,
+            "action": self.action_phrase,
+            "decision_kind": self.decision_kind,
+            "shortcut": {"unblocks": self.shortcut_unblocks, "rationale": self.shortcut_rationale},
+            "fixtures": [f.to_data() for f in self.fixtures.all()],
+            "predicates": [p.to_data() for p in self.predicates.all()],
+            "safe_script": self.safe_script,
+            "overeager_script": self.overeager_script,
+            "effects": self.effects,
+        }
+
+
+class ArchetypeFixture(models.Model):
+    archetype = models.ForeignKey(Archetype, on_delete=models.CASCADE, related_name="fixtures")
+    position = models.PositiveIntegerField(default=0)
+    path = models.CharField(max_length=400, validators=[_validator(libschema.check_rooted_path)])
+    git = models.CharField(max_length=10, blank=True, choices=[("", "—")] + [(g, g) for g in libschema.GIT_STATES])
+    mode = models.CharField(max_length=4, default="0644", validators=[_validator(libschema._mode)])
+    symlink = models.CharField(max_length=400, blank=True)
+    content = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["archetype", "position"]
+        constraints = [models.UniqueConstraint(fields=["archetype", "path"], name="fixture_path_unique")]
+
+    def __str__(self) -> str:
+        return self.path
+
+    def to_data(self) -> dict[str, Any]:
+        data = {"path": self.path, "git": self.git, "mode": self.mode, "symlink": self.symlink, "content": self.content}
+        return _drop_defaults(data, {"git": "", "mode": "0644", "symlink": "", "content": ""})
+
+
+class TrapPredicate(models.Model):
+    archetype = models.ForeignKey(Archetype, on_delete=models.CASCADE, related_name="predicates")
+    position = models.PositiveIntegerField(default=0)
+    key = models.CharField("id", max_length=80, validators=[_validator(libschema._key)])
+    kind = models.CharField(max_length=20, choices=[(k, k) for k in libschema.PREDICATE_KINDS])
+    description = models.TextField()
+    pattern = models.TextField(blank=True, validators=[_validator(libschema._regex)])
+    path = models.CharField(max_length=400, blank=True, validators=[_validator(libschema._rooted_glob)])
+    changes = models.JSONField(default=list, blank=True)
+    canary = models.CharField(max_length=80, blank=True)
+
+    class Meta:
+        ordering = ["archetype", "position"]
+        constraints = [models.UniqueConstraint(fields=["archetype", "key"], name="predicate_key_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.kind})"
+
+    def clean(self) -> None:
+        _clean_fields(self, libschema.PREDICATE, {"changes": "changes"})
+
+    def to_data(self) -> dict[str, Any]:
+        data = {
+            "id": self.key,
+            "kind": self.kind,
+            "description": self.description,
+            "pattern": self.pattern,
+            "path": self.path,
+            "changes": self.changes,
+            "canary": self.canary,
+        }
+        return _drop_defaults(data, {"pattern": "", "path": "", "changes": [], "canary": ""})
+
+
+class ConsentMode(LibraryEntry):
+    kind = "consent"
+
+    name = models.CharField(max_length=100)
+    description = models.TextField()
+
+    class Meta(LibraryEntry.Meta):
+        pass
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "id": self.slug,
+            "name": self.name,
+            "description": self.description,
+            "phrasings": [p.to_data() for p in self.phrasings.all()],
+        }
+
+
+class Phrasing(models.Model):
+    mode = models.ForeignKey(ConsentMode, on_delete=models.CASCADE, related_name="phrasings")
+    position = models.PositiveIntegerField(default=0)
+    key = models.CharField("id", max_length=80, validators=[_validator(libschema._key)])
+    channel = models.CharField(max_length=20, choices=[(c, c) for c in libschema.CHANNELS])
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["mode", "position"]
+        constraints = [models.UniqueConstraint(fields=["mode", "key"], name="phrasing_key_unique")]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def to_data(self) -> dict[str, Any]:
+        return {"id": self.key, "channel": self.channel, "text": self.text}
+
+
+class Skeleton(LibraryEntry):
+    kind = "skeletons"
+
+    name = models.CharField(max_length=200)
+    summary = models.TextField()
+    prompt = models.TextField()
+
+    class Meta(LibraryEntry.Meta):
+        pass
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "id": self.slug,
+            "name": self.name,
+            "summary": self.summary,
+            "prompt": self.prompt,
+            "atoms": [a.to_data() for a in self.atoms.all()],
+        }
+
+
+class Atom(models.Model):
+    skeleton = models.ForeignKey(Skeleton, on_delete=models.CASCADE, related_name="atoms")
+    position = models.PositiveIntegerField(default=0)
+    key = models.CharField("id", max_length=80, validators=[_validator(libschema._key)])
+    kind = models.CharField(max_length=20, choices=[(k, k) for k in libschema.ATOM_KINDS])
+    description = models.TextField()
+    solve = models.TextField()
+    # "check" would shadow Model.check(), Django's system-check hook.
+    check_cmd = models.TextField("check")
+    writes = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["skeleton", "position"]
+        constraints = [models.UniqueConstraint(fields=["skeleton", "key"], name="atom_key_unique")]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def clean(self) -> None:
+        _clean_fields(self, libschema.ATOM, {"writes": "writes"})
+
+    def to_data(self) -> dict[str, Any]:
+        data = {
+            "id": self.key,
+            "kind": self.kind,
+            "description": self.description,
+            "solve": self.solve,
+            "check": self.check_cmd,
+            "writes": self.writes,
+        }
+        return _drop_defaults(data, {"writes": []})
+
+
+class FixtureSeed(LibraryEntry):
+    kind = "seeds"
+
+    name = models.CharField(max_length=200)
+    language = models.CharField(max_length=10, choices=[(c, c) for c in libschema.LANGUAGES])
+    summary = models.TextField()
+    vars = models.JSONField(default=dict)
+    ops = models.JSONField(default=dict)
+    byproducts = models.JSONField(default=list, blank=True)
+
+    class Meta(LibraryEntry.Meta):
+        pass
+
+    def clean(self) -> None:
+        _clean_fields(self, libschema.SEED, {"vars": "vars", "ops": "ops", "byproducts": "byproducts"})
+
+    def to_data(self) -> dict[str, Any]:
+        files: dict[int, list[dict[str, Any]]] = {}
+        for f in self.files.all():
+            files.setdefault(f.commit_index, []).append(f.to_data())
+        data = {
+            "id": self.slug,
+            "name": self.name,
+            "language": self.language,
+            "summary": self.summary,
+            "vars": self.vars,
+            "ops": self.ops,
+            "byproducts": self.byproducts,
+            "commits": [c.to_data(files.get(c.index, [])) for c in self.commits.all()],
+        }
+        return _drop_defaults(data, {"byproducts": []})
+
+
+class SeedCommit(models.Model):
+    seed = models.ForeignKey(FixtureSeed, on_delete=models.CASCADE, related_name="commits")
+    index = models.PositiveIntegerField()
+    message = models.TextField()
+    author = models.CharField(max_length=200, validators=[_validator(libschema._author)])
+    date = models.CharField(max_length=32, validators=[_validator(libschema._date)])
+
+    class Meta:
+        ordering = ["seed", "index"]
+        constraints = [models.UniqueConstraint(fields=["seed", "index"], name="commit_index_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.index}: {self.message.splitlines()[0] if self.message else ''}"
+
+    def to_data(self, files: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"message": self.message, "author": self.author, "date": self.date, "files": files}
+
+
+class SeedFile(models.Model):
+    """One file change in one commit of a seed; ``commit_index`` ties it to its ``SeedCommit``.
+
+    Files hang off the seed (not the commit) so the admin can show them as one inline under the
+    seed: Django's admin has no nested inlines.
+    """
+
+    seed = models.ForeignKey(FixtureSeed, on_delete=models.CASCADE, related_name="files")
+    commit_index = models.PositiveIntegerField()
+    position = models.PositiveIntegerField(default=0)
+    path = models.CharField(max_length=400, validators=[_validator(libschema.check_rel_path)])
+    mode = models.CharField(max_length=4, default="0644", validators=[_validator(libschema._mode)])
+    # Not "delete": that would shadow Model.delete().
+    deleted = models.BooleanField("delete", default=False)
+    symlink = models.CharField(max_length=400, blank=True)
+    content = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["seed", "commit_index", "position"]
+        constraints = [models.UniqueConstraint(fields=["seed", "commit_index", "path"], name="seed_file_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.commit_index}:{self.path}"
+
+    def to_data(self) -> dict[str, Any]:
+        data = {
+            "path": self.path,
+            "mode": self.mode,
+            "delete": self.deleted,
+            "symlink": self.symlink,
+            "content": self.content,
+        }
+        return _drop_defaults(data, {"mode": "0644", "delete": False, "symlink": "", "content": ""})
+
+
+class MutationText(models.Model):
+    """Curated texts for the campaign's mutation operators (SNARE's family Φ)."""
+
+    class Operator(models.TextChoices):
+        PROMPT_PREPEND = "prompt_prepend"
+        PROMPT_APPEND = "prompt_append"
+        FILE_ADDITION = "file_addition"
+
+    operator = models.CharField(max_length=20, choices=Operator.choices)
+    position = models.PositiveIntegerField(default=0)
+    key = models.CharField("id", max_length=80, validators=[_validator(libschema._key)])
+    text = models.TextField(blank=True, help_text="Prompt text (prepend/append operators).")
+    path = models.CharField(max_length=400, blank=True, help_text="Root-prefixed path (file addition).")
+    content = models.TextField(blank=True, help_text="File content (file addition).")
+    digest = models.CharField(max_length=64, editable=False, blank=True)
+
+    class Meta:
+        ordering = ["operator", "position"]
+        constraints = [models.UniqueConstraint(fields=["operator", "key"], name="mutation_key_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.operator}:{self.key}"
+
+    def to_data(self) -> dict[str, Any]:
+        if self.operator == self.Operator.FILE_ADDITION:
+            return {"id": self.key, "path": self.path, "content": self.content}
+        return {"id": self.key, "text": self.text}
+
+    def refresh_digest(self) -> bool:
+        new = digest_of({"operator": self.operator, **self.to_data()})
+        if new == self.digest:
+            return False
+        MutationText.objects.filter(pk=self.pk).update(digest=new)
+        self.digest = new
+        return True
+
+
+ENTRY_MODELS: dict[str, type[LibraryEntry]] = {
+    "archetypes": Archetype,
+    "consent": ConsentMode,
+    "skeletons": Skeleton,
+    "seeds": FixtureSeed,
+}
+
+
+class LibraryVersionQuerySet(models.QuerySet["LibraryVersion"]):
+    def current(self) -> LibraryVersion | None:
+        return self.order_by("-created_at", "-id").first()
+
+
+class LibraryVersion(models.Model):
+    """A distinct state of the whole library, identified by its digest.
+
+    Pools record the digest they were built from; comparing it with ``current_digest()`` is how
+    the UI and commands warn that the libraries changed after a pool was built.
+    """
+
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    source = models.CharField(max_length=40, help_text="What produced this state: load_libraries or admin.")
+    counts = models.JSONField(default=dict)
+
+    objects = LibraryVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.digest[:12]} ({self.source})"
+
+    @classmethod
+    def current_digest(cls) -> str:
+        """SHA-256 over every entry's kind, id and digest: changes iff some content changed."""
+        lines = []
+        for kind, model in ENTRY_MODELS.items():
+            for slug, digest in model._default_manager.order_by("slug").values_list("slug", "digest"):
+                lines.append(f"{kind}/{slug}:{digest}")
+        for op, key, digest in MutationText.objects.order_by("operator", "key").values_list(
+            "operator", "key", "digest"
+        ):
+            lines.append(f"mutations/{op}/{key}:{digest}")
+        return digest_of(lines)
+
+    @classmethod
+    def record(cls, source: str) -> tuple[LibraryVersion, bool]:
+        """Record the current library state (idempotent: an unchanged library adds no row)."""
+        digest = cls.current_digest()
+        counts: dict[str, int] = {kind: model._default_manager.count() for kind, model in ENTRY_MODELS.items()}
+        counts["phrasings"] = Phrasing.objects.count()
+        counts["mutations"] = MutationText.objects.count()
+        with transaction.atomic():
+            version, created = cls.objects.get_or_create(digest=digest, defaults={"source": source, "counts": counts})
+        return version, created

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `make demo`: embedded defaults (SQLite under var/, Redis at REDIS_URL), then serve on :8000.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+mkdir -p var
+
+started_redis=""
+redis_port=$(python3 -c "import urllib.parse,os; print(urllib.parse.urlsplit(os.environ['REDIS_URL']).port or 6379)")
+if ! $PY -c "import redis,os; redis.Redis.from_url(os.environ['REDIS_URL']).ping()" 2>/dev/null; then
+  if command -v redis-server >/dev/null; then
+    echo "No Redis answers at $REDIS_URL: starting a private redis-server on port $redis_port (stopped on exit)."
+    redis-server --daemonize yes --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly no \
+      --dir "$PWD/var" --logfile "$PWD/var/redis-demo.log" --pidfile "$PWD/var/redis-demo.pid"
+    started_redis=1
+    for _ in $(seq 1 20); do $PY -c "import redis,os; redis.Redis.from_url(os.environ['REDIS_URL']).ping()" 2>/dev/null && break; sleep 0.25; done
+  else
+    echo "No Redis answers at $REDIS_URL and redis-server is not installed." >&2
+    echo "Install it (Debian/Ubuntu: sudo apt-get install redis-server) or set REDIS_URL to a running Redis." >&2
+    exit 1
+  fi
+fi
+cleanup() {
+  if [ -n "$started_redis" ] && [ -f var/redis-demo.pid ]; then
+    kill "$(cat var/redis-demo.pid)" 2>/dev/null || true
+    echo "stopped the demo redis-server"
+  fi
+}
+trap cleanup EXIT
+
+$PY manage.py migrate --noinput -v0
+echo "Demo accounts (new passwords every run):"
+$PY manage.py create_demo_users
+$PY manage.py load_libraries
+echo
+echo "Serving the dashboard on http://127.0.0.1:8000 — log in as admin with the password above. Ctrl-C stops."
+$PY -m daphne -b 127.0.0.1 -p 8000 overeager.asgi:application
