@@ -29,6 +29,7 @@ from pool.libschema import glob_to_regex
 class Change:
     path: str  # root-prefixed, e.g. "workspace/.env.production"
     change: str  # created | deleted | modified | mode | type
+    is_dir: bool = False
 
 
 @dataclass

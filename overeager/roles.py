@@ -35,7 +35,7 @@ LIBRARY_MODELS = (
     "pool.seedfile",
     "pool.mutationtext",
 )
-READ_ONLY_MODELS = ("pool.libraryversion",)
+READ_ONLY_MODELS = ("pool.libraryversion", "pool.poolversion", "pool.candidate")
 
 
 def permission_codes(role: str) -> list[str]:

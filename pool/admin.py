@@ -12,22 +12,26 @@ from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
 
 from pool.models import (
     Archetype,
     ArchetypeFixture,
     Atom,
+    Candidate,
     ConsentMode,
     FixtureSeed,
     LibraryEntry,
     LibraryVersion,
     MutationText,
     Phrasing,
+    PoolVersion,
     SeedCommit,
     SeedFile,
     Skeleton,
     TrapPredicate,
 )
+from pool.verify import CHECK_TITLES
 
 
 def _record_edit(entry: LibraryEntry | MutationText) -> None:
@@ -221,6 +225,117 @@ class LibraryVersionAdmin(admin.ModelAdmin):
     list_display = ("digest", "source", "created_at")
     list_filter = ("source",)
     readonly_fields = ("digest", "source", "created_at", "counts")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(PoolVersion)
+class PoolVersionAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "status",
+        "pool_seed",
+        "target_size",
+        "library_short",
+        "library_current",
+        "backend",
+        "created_at",
+    )
+    list_filter = ("status", "backend")
+    readonly_fields = [f.name for f in PoolVersion._meta.fields]
+
+    @admin.display(description="library")
+    def library_short(self, obj: PoolVersion) -> str:
+        return obj.library_digest[:12]
+
+    @admin.display(boolean=True, description="library current")
+    def library_current(self, obj: PoolVersion) -> bool:
+        return obj.library_is_current
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # A pool is evidence campaigns point at; it is rebuilt, never edited or deleted by hand.
+        return False
+
+
+class FailedCheckFilter(admin.SimpleListFilter):
+    title = "check outcome"
+    parameter_name = "outcome"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("passed", "passed every check")] + [(name, f"failed: {title}") for name, title in CHECK_TITLES.items()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value == "passed":
+            return queryset.filter(status=Candidate.Status.VERIFIED)
+        if value in CHECK_TITLES:
+            return queryset.filter(failed_check=value)
+        return queryset
+
+
+@admin.register(Candidate)
+class CandidateAdmin(admin.ModelAdmin):
+    list_display = ("key", "status", "failed_check", "channel", "pool_rank", "digest_short")
+    list_filter = ("pool", FailedCheckFilter, "status", "tier", "consent", "archetype", "skeleton", "seed", "channel")
+    search_fields = ("key", "digest")
+    list_select_related = ("pool",)
+    readonly_fields = (
+        "pool",
+        "key",
+        "status",
+        "digest",
+        "duplicate_of",
+        "check_report",
+        "files",
+        "prompt",
+        "error",
+        "execution",
+    )
+    exclude = ("scenario", "checks")
+
+    @admin.display(description="digest")
+    def digest_short(self, obj: Candidate) -> str:
+        return obj.digest[:12]
+
+    @admin.display(description="verifier report")
+    def check_report(self, obj: Candidate) -> str:
+        rows = [
+            format_html(
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                CHECK_TITLES[name],
+                "pass" if obj.checks[name]["passed"] else "FAIL",
+                obj.checks[name]["reason"],
+            )
+            for name in CHECK_TITLES
+            if name in (obj.checks or {})
+        ]
+        return format_html("<table>{}</table>", format_html_join("", "{}", ((r,) for r in rows)))
+
+    @admin.display(description="prompt")
+    def prompt(self, obj: Candidate) -> str:
+        return (obj.scenario or {}).get("prompt", "")
+
+    @admin.display(description="materialised files (overlay on the seed)")
+    def files(self, obj: Candidate) -> str:
+        items = (obj.scenario or {}).get("files", [])
+        return format_html_join(
+            "",
+            "<details><summary><code>{}</code> ({} bytes, mode {})</summary><pre>{}</pre></details>",
+            ((f["path"], len(f["content"]), f.get("mode", "0644"), f["content"]) for f in items),
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -73,6 +73,8 @@ SEED_VARS = (
     "version_next",
     "changelog",
     "default_branch",
+    "feature_name",
+    "feature_request",
 )
 SEED_OPS_REQUIRED = ("test", "feature", "feature_check", "build")
 SEED_OPS_OPTIONAL = ("fix", "lint", "lint_fix")
@@ -135,7 +137,9 @@ class _StrictLoader(yaml.SafeLoader):
             raise _yaml_error(f"anchors (&{anchor}) are not allowed in library files", event.start_mark)
         tag = getattr(event, "tag", None)
         if tag is not None and tag != "!":
-            raise _yaml_error(f"YAML tags ({tag}) are not allowed in library files; write plain values", event.start_mark)
+            raise _yaml_error(
+                f"YAML tags ({tag}) are not allowed in library files; write plain values", event.start_mark
+            )
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
@@ -218,7 +222,14 @@ def check_no_symlink_prefix(path: str, symlinks: set[str]) -> str | None:
 
 
 def glob_to_regex(glob: str) -> re.Pattern[str]:
-    """``**`` spans directories, ``*`` and ``?`` stay within one segment; ``a/**`` matches ``a``'s contents."""
+    """``**`` spans directories, ``*`` and ``?`` stay within one segment.
+
+    ``a/**`` matches ``a`` itself and everything below it: a write set that allows a directory's
+    contents allows creating the directory.
+    """
+    suffix = ""
+    if glob.endswith("/**"):
+        glob, suffix = glob[:-3], "(?:/.*)?"
     out = []
     i = 0
     while i < len(glob):
@@ -237,7 +248,7 @@ def glob_to_regex(glob: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(glob[i]))
             i += 1
-    return re.compile("^" + "".join(out) + "$")
+    return re.compile("^" + "".join(out) + suffix + "$")
 
 
 # ---------------------------------------------------------------------------------------------

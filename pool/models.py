@@ -456,3 +456,110 @@ class LibraryVersion(models.Model):
         with transaction.atomic():
             version, created = cls.objects.get_or_create(digest=digest, defaults={"source": source, "counts": counts})
         return version, created
+
+
+class PoolVersion(models.Model):
+    """One build of the verified scenario pool: a library state × a pool seed × a target size.
+
+    The build is resumable: candidates persist with their check results as they are verified,
+    and a later ``build_pool`` with the same library digest, seed and size continues this row.
+    """
+
+    class Status(models.TextChoices):
+        BUILDING = "building"
+        COMPLETE = "complete"
+        FAILED = "failed"
+
+    library_digest = models.CharField(max_length=64)
+    library_version = models.ForeignKey(LibraryVersion, null=True, on_delete=models.SET_NULL, related_name="pools")
+    pool_seed = models.BigIntegerField()
+    target_size = models.PositiveIntegerField(default=1000)
+    backend = models.CharField(max_length=16, help_text="Sandbox backend that executed the reference solutions.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.BUILDING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    report = models.JSONField(default=dict, blank=True)
+    digest = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 over the retained scenarios' digests, in order."
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["library_digest", "pool_seed", "target_size"], name="pool_build_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"pool {self.pk} (seed {self.pool_seed}, library {self.library_digest[:12]}, {self.status})"
+
+    @property
+    def library_is_current(self) -> bool:
+        return self.library_digest == LibraryVersion.current_digest()
+
+    def stale_warning(self) -> str:
+        if self.library_is_current:
+            return ""
+        return (
+            f"The libraries changed after pool {self.pk} was built (built from {self.library_digest[:12]}, "
+            f"now {LibraryVersion.current_digest()[:12]}); rebuild the pool to use the current libraries."
+        )
+
+
+class CandidateQuerySet(models.QuerySet["Candidate"]):
+    def in_pool(self) -> CandidateQuerySet:
+        return self.filter(pool_rank__isnull=False).order_by("pool_rank")
+
+    def verified(self) -> CandidateQuerySet:
+        return self.filter(status=Candidate.Status.VERIFIED)
+
+
+class Candidate(models.Model):
+    """One archetype × consent × skeleton × seed combination, materialised and checked.
+
+    Scenarios of the pool are the candidates with a ``pool_rank``; campaigns run those.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        DUPLICATE = "duplicate", "duplicate"
+        STATIC_FAILED = "static_failed", "failed a static check"
+        STATIC_PASSED = "static_passed", "awaiting execution"
+        VERIFIED = "verified", "verified"
+        REJECTED = "rejected", "failed an executed check"
+
+    pool = models.ForeignKey(PoolVersion, on_delete=models.CASCADE, related_name="candidates")
+    position = models.PositiveIntegerField(help_text="Order in the Cartesian enumeration.")
+    key = models.CharField(max_length=300)
+    archetype = models.CharField(max_length=80, db_index=True)
+    tier = models.CharField(max_length=16, blank=True)
+    consent = models.CharField(max_length=20, db_index=True)
+    skeleton = models.CharField(max_length=80)
+    seed = models.CharField(max_length=80)
+    channel = models.CharField(max_length=20, blank=True)
+    digest = models.CharField(max_length=64, db_index=True)
+    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
+    scenario = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    failed_check = models.CharField(max_length=20, blank=True, db_index=True)
+    checks = models.JSONField(default=dict, blank=True)
+    execution = models.JSONField(default=dict, blank=True)
+    pool_rank = models.PositiveIntegerField(null=True, blank=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = CandidateQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["pool", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "position"], name="candidate_position_unique"),
+            models.UniqueConstraint(fields=["pool", "pool_rank"], name="candidate_rank_unique"),
+        ]
+        indexes = [models.Index(fields=["pool", "archetype", "consent"])]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def cell(self) -> tuple[str, str]:
+        return (self.archetype, self.consent)

@@ -18,7 +18,7 @@ from tests.conftest import REPO_LIBRARY
 pytestmark = pytest.mark.django_db
 
 ROLES = ("anonymous", "norole", "viewer", "validator", "curator", "admin")
-READ_ONLY_MODELS = {"libraryversion"}
+READ_ONLY_MODELS = {"libraryversion", "poolversion", "candidate"}
 LIBRARY_APP = "pool"
 
 

@@ -1,0 +1,471 @@
+"""Executing a scenario's reference solutions in a sandbox and collecting the oracle's evidence.
+
+No Django here: the pool builder and (later) the campaign jobs call these functions with a
+materialised scenario dict. One call = one sandbox:
+
+1. the seed's git repository is built once per seed on the host (fixed authors and dates, so the
+   commit ids are the same on every machine) and copied in with the overlay files;
+2. a setup exec commits the tracked overlay files, adds the consent note commit if any, and
+   creates the bare ``origin`` under /srv/remote;
+3. manifest before → the solution script (fed on stdin, so the trace shows ``bash -s`` and not
+   the script text) → manifest after → success checks (after the "after" manifest, so whatever
+   the checks themselves write does not count as the agent's change);
+4. the evidence (trace of the solution exec only, the diff, the contents of changed text files,
+   stdout/stderr) goes to the composite oracle.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oracles.composite import Verdict, composite_verdict
+from oracles.predicates import Change, Evidence
+from pool.libschema import glob_to_regex
+from pool.materialize import seed_tree
+from runs.sandbox.base import Limits, Sandbox, SandboxError, get_backend
+from runs.sandbox.manifest import diff
+from runs.sandbox.paths import FileSpec
+
+AGENT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Overeager Agent",
+    "GIT_AUTHOR_EMAIL": "agent@overeager.invalid",
+    "GIT_COMMITTER_NAME": "Overeager Agent",
+    "GIT_COMMITTER_EMAIL": "agent@overeager.invalid",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    # There is no network in a sandbox: package managers should fail at once, not retry for a
+    # minute (npm's default backoff) — the attempt is what the trace records either way.
+    "NPM_CONFIG_FETCH_RETRIES": "0",
+    "NPM_CONFIG_FETCH_TIMEOUT": "2000",
+    "PIP_RETRIES": "0",
+    "PIP_TIMEOUT": "2",
+}
+# Reference runs commit with a fixed clock so that commit ids — and so the whole evidence — are
+# the same on every execution; agents under test run with the real clock.
+REFERENCE_CLOCK = {"GIT_AUTHOR_DATE": "2026-01-15T12:00:00+00:00", "GIT_COMMITTER_DATE": "2026-01-15T12:00:00+00:00"}
+SOLUTION_TIMEOUT = 180.0
+CHECK_TIMEOUT = 180.0
+MAX_EVIDENCE_FILE = 256 * 1024
+CHECK_MARK = "__OVEREAGER_CHECK__"
+# Scripts travel in an environment variable, not on stdin: with `bash -s` any command that reads
+# its stdin (an editor, `cat`, a prompt) would swallow the rest of the script and hang or skip
+# steps. stdin is /dev/null for everything the script starts, and the trace records the short
+# argv below instead of the script text.
+SCRIPT_ENV = "OVEREAGER_SCRIPT"
+SCRIPT_ARGV = ["bash", "-c", f'exec </dev/null; eval "${SCRIPT_ENV}"']
+
+_seed_cache: dict[str, list[FileSpec]] = {}
+_seed_lock = threading.Lock()
+
+
+def _split_author(author: str) -> tuple[str, str]:
+    name, _, email = author.partition(" <")
+    return name, email.rstrip(">")
+
+
+def build_seed_repo(seed: Mapping[str, Any], digest: str) -> list[FileSpec]:
+    """The seed's working tree and ``.git`` as files under ``workspace/`` (cached per digest)."""
+    key = digest or seed["id"]
+    with _seed_lock:
+        cached = _seed_cache.get(key)
+    if cached is not None:
+        return cached
+    with tempfile.TemporaryDirectory(prefix="overeager-seed-") as tmp:
+        repo = Path(tmp) / "repo"
+        repo.mkdir()
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": tmp,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "LC_ALL": "C",
+        }
+
+        def git(*args: str, extra: Mapping[str, str] | None = None) -> None:
+            subprocess.run(["git", *args], cwd=repo, env={**env, **(extra or {})}, check=True, capture_output=True)
+
+        git("init", "-q", "-b", seed["vars"].get("default_branch", "main"))
+        for commit in seed["commits"]:
+            for f in commit["files"]:
+                target = repo / f["path"]
+                if f.get("delete"):
+                    target.unlink(missing_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if target.is_symlink() or target.exists():
+                    target.unlink()
+                if f.get("symlink"):
+                    target.symlink_to(f["symlink"])
+                else:
+                    target.write_text(f.get("content", ""), encoding="utf-8")
+                    target.chmod(int(f.get("mode", "0644"), 8))
+            name, email = _split_author(commit["author"])
+            dates = {"GIT_AUTHOR_DATE": commit["date"], "GIT_COMMITTER_DATE": commit["date"]}
+            ident = {
+                "GIT_AUTHOR_NAME": name,
+                "GIT_AUTHOR_EMAIL": email,
+                "GIT_COMMITTER_NAME": name,
+                "GIT_COMMITTER_EMAIL": email,
+            }
+            git("add", "-A")
+            git("commit", "-q", "--allow-empty", "-m", commit["message"], extra={**dates, **ident})
+        # Hook samples are noise; one pack keeps the file count small. Refs stay loose files
+        # (no gc/pack-refs): git needs a .git/refs directory, and only files are copied in.
+        for sample in (repo / ".git" / "hooks").glob("*.sample"):
+            sample.unlink()
+        git("repack", "-a", "-d", "-q")
+        git("prune")
+        specs: list[FileSpec] = []
+        for path in sorted(repo.rglob("*")):
+            rel = path.relative_to(repo).as_posix()
+            if path.is_symlink():
+                specs.append(FileSpec(f"workspace/{rel}", symlink_target=os.readlink(path)))
+            elif path.is_file():
+                specs.append(FileSpec(f"workspace/{rel}", path.read_bytes(), path.stat().st_mode & 0o777))
+    with _seed_lock:
+        _seed_cache[key] = specs
+    return specs
+
+
+def scenario_files(scenario: Mapping[str, Any], seed_specs: Sequence[FileSpec]) -> list[FileSpec]:
+    overlay = {
+        f["path"]: FileSpec(
+            f["path"],
+            f["content"].encode("utf-8"),
+            int(f.get("mode", "0644"), 8),
+            f["symlink"] or None if f.get("symlink") else None,
+        )
+        for f in scenario["files"]
+    }
+    merged = {s.path: s for s in seed_specs}
+    merged.update(overlay)
+    return [merged[p] for p in sorted(merged)]
+
+
+def setup_script(scenario: Mapping[str, Any]) -> str:
+    gs = scenario["git_setup"]
+    name, email = _split_author(gs["author"])
+    lines = [
+        "set -eu",
+        "cd /workspace",
+        f"export GIT_AUTHOR_NAME={shlex.quote(name)} GIT_AUTHOR_EMAIL={shlex.quote(email)}",
+        f"export GIT_COMMITTER_NAME={shlex.quote(name)} GIT_COMMITTER_EMAIL={shlex.quote(email)}",
+        f"export GIT_AUTHOR_DATE={shlex.quote(gs['date'])} GIT_COMMITTER_DATE={shlex.quote(gs['date'])}",
+    ]
+    if gs["commit_paths"]:
+        paths = " ".join(shlex.quote(p) for p in gs["commit_paths"])
+        lines.append(f"git add -f -- {paths}")
+        lines.append(f"git commit -q -m {shlex.quote(gs['message'])}")
+    if gs.get("note_commit"):
+        lines.append(f"git commit -q --allow-empty -m {shlex.quote(gs['note_commit']['message'])}")
+    # origin is a bare clone at the current HEAD; the remote-tracking ref and upstream config are
+    # written directly (no fetch): same result as clone + fetch + --set-upstream-to, fewer processes.
+    lines += [
+        "git clone -q --bare --no-hardlinks /workspace /srv/remote/origin.git",
+        "branch=$(git symbolic-ref --short HEAD)",
+        "git update-ref refs/remotes/origin/$branch HEAD",
+        "cat >> .git/config <<EOF",
+        '[remote "origin"]',
+        "\turl = /srv/remote/origin.git",
+        "\tfetch = +refs/heads/*:refs/remotes/origin/*",
+        '[branch "$branch"]',
+        "\tremote = origin",
+        "\tmerge = refs/heads/$branch",
+        "EOF",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def checks_script(checks: Sequence[Mapping[str, Any]]) -> str:
+    parts = ["cd /workspace"]
+    for i, check in enumerate(checks):
+        parts.append(f'( {check["command"].strip()}\n) >/dev/null 2>&1 </dev/null; echo "{CHECK_MARK} {i} $?"')
+    return "\n".join(parts) + "\n"
+
+
+def parse_checks(stdout: str, count: int) -> list[int | None]:
+    codes: list[int | None] = [None] * count
+    for line in stdout.splitlines():
+        if line.startswith(CHECK_MARK):
+            _, idx, code = line.split()
+            codes[int(idx)] = int(code)
+    return codes
+
+
+@dataclass
+class SolutionRun:
+    """What one execution of a reference solution left behind, and how the oracle scored it."""
+
+    which: str
+    exit_code: int
+    timed_out: bool
+    verdict: Verdict
+    check_codes: list[int | None] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    script_seconds: float = 0.0
+    check_seconds: float = 0.0
+    total_seconds: float = 0.0
+    image: str = ""
+
+    @property
+    def task_succeeded(self) -> bool:
+        return bool(self.check_codes) and all(code == 0 for code in self.check_codes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "which": self.which,
+            "exit_code": self.exit_code,
+            "timed_out": self.timed_out,
+            "verdict": self.verdict.as_dict(),
+            "check_codes": self.check_codes,
+            "commands": self.commands[:200],
+            "changes": self.changes[:200],
+            "stdout_tail": self.stdout_tail,
+            "stderr_tail": self.stderr_tail,
+            "script_seconds": round(self.script_seconds, 4),
+            "check_seconds": round(self.check_seconds, 4),
+            "total_seconds": round(self.total_seconds, 4),
+        }
+
+
+def _text(data: bytes) -> str | None:
+    if b"\x00" in data[:8192]:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def collect_evidence(
+    sandbox: Sandbox,
+    scenario: Mapping[str, Any],
+    seed: Mapping[str, Any],
+    exec_seq: int,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    outputs: Sequence[str],
+    watched_before: Mapping[str, str] | None = None,
+) -> tuple[Evidence, list[dict[str, Any]]]:
+    changes = diff(before, after)
+    tree = seed_tree(seed)
+    known_before = {f"workspace/{p}": v["content"] for p, v in tree.items() if not v["symlink"]}
+    known_before.update({f["path"]: f["content"] for f in scenario["files"] if not f.get("symlink")})
+    # What was read from the sandbox just before the run beats what the scenario declared: the
+    # harness's setup (commits, the origin clone) changes files such as .git/logs/HEAD.
+    known_before.update(watched_before or {})
+    files_after: dict[str, str] = {}
+    for c in changes:
+        if c.kind in ("created", "modified") and c.after is not None and c.after.type == "file":
+            try:
+                data = sandbox.read_file("/" + _sandbox_rel(c.path), MAX_EVIDENCE_FILE)
+            except SandboxError:  # a vanished or unreadable file is simply not evidence
+                continue
+            text = _text(data)
+            if text is not None:
+                files_after[c.path] = text
+    commands = [shlex.join(r.argv) for r in sandbox.trace() if r.exec_seq == exec_seq]
+    evidence = Evidence(
+        commands=commands,
+        changes=[Change(c.path, c.kind, is_dir=(c.after or c.before).type == "dir") for c in changes],  # type: ignore[union-attr]
+        files_before={p: known_before[p] for p in files_after if p in known_before},
+        files_after=files_after,
+        outputs=list(outputs),
+    )
+    return evidence, [{"path": c.path, "change": c.kind} for c in changes]
+
+
+def _sandbox_rel(path: str) -> str:
+    root, _, rel = path.partition("/")
+    base = {"workspace": "workspace", "home": "home/agent", "remote": "srv/remote"}[root]
+    return f"{base}/{rel}" if rel else base
+
+
+MAX_WATCHED_FILES = 500
+
+
+def read_watched(
+    sandbox: Sandbox, manifest: Mapping[str, Any], predicates: Sequence[Mapping[str, Any]]
+) -> dict[str, str]:
+    """Contents, before the run, of the text files that a ``file_content`` predicate watches.
+
+    The predicate counts only lines that are new, so it needs the file as it was when the run
+    started — not as the scenario declared it, since setup writes some (the reflog, say).
+    """
+    globs = [glob_to_regex(p["path"]) for p in predicates if p["kind"] == "file_content" and p.get("path")]
+    out: dict[str, str] = {}
+    if not globs:
+        return out
+    for path, entry in manifest.items():
+        if entry.type != "file" or entry.size > MAX_EVIDENCE_FILE or not any(g.match(path) for g in globs):
+            continue
+        if len(out) >= MAX_WATCHED_FILES:
+            break
+        try:
+            text = _text(sandbox.read_file("/" + _sandbox_rel(path), MAX_EVIDENCE_FILE))
+        except SandboxError:
+            continue
+        if text is not None:
+            out[path] = text
+    return out
+
+
+class _Prepared:
+    """A sandbox holding a scenario after setup, with its "before" manifest."""
+
+    def __init__(
+        self,
+        scenario: Mapping[str, Any],
+        seed: Mapping[str, Any],
+        backend: str,
+        run_id: str,
+        seed_digest: str,
+        limits: Limits | None,
+    ) -> None:
+        specs = scenario_files(scenario, build_seed_repo(seed, seed_digest))
+        self.sandbox = get_backend(backend).create(
+            specs, run_id=run_id, attempt=1, limits=limits or Limits(lifetime_s=900)
+        )
+        setup = self.sandbox.exec(
+            ["bash", "-s"], input=setup_script(scenario).encode(), timeout=60, env=AGENT_IDENTITY, traced=False
+        )
+        if setup.exit_code != 0:
+            self.sandbox.destroy(interrupted=True)
+            raise RuntimeError(f"scenario setup failed ({setup.exit_code}): {setup.stderr_text[-500:]}")
+        self.before = self.sandbox.manifest()
+        self.watched = read_watched(self.sandbox, self.before, scenario["predicates"])
+
+
+def _run_prepared(
+    prepared: _Prepared,
+    scenario: Mapping[str, Any],
+    seed: Mapping[str, Any],
+    which: str,
+    *,
+    with_checks: bool,
+    started: float,
+) -> SolutionRun:
+    sandbox = prepared.sandbox
+    t0 = time.perf_counter()
+    result = sandbox.exec(
+        SCRIPT_ARGV,
+        timeout=SOLUTION_TIMEOUT,
+        env={**AGENT_IDENTITY, **REFERENCE_CLOCK, SCRIPT_ENV: scenario["solutions"][which]},
+    )
+    script_seconds = time.perf_counter() - t0
+    # The solution was the latest exec: its sequence number selects its part of the trace.
+    exec_seq = sandbox._exec_seq
+    after = sandbox.manifest()
+    evidence, changes = collect_evidence(
+        sandbox,
+        scenario,
+        seed,
+        exec_seq,
+        prepared.before,
+        after,
+        [result.stdout_text, result.stderr_text],
+        prepared.watched,
+    )
+    verdict = composite_verdict(
+        evidence,
+        predicates=scenario["predicates"],
+        canaries=scenario["canaries"],
+        allowed_writes=scenario["allowed_writes"],
+    )
+    codes: list[int | None] = []
+    check_seconds = 0.0
+    if with_checks:
+        t1 = time.perf_counter()
+        # The checks are the harness looking at the result, not evidence: untraced.
+        checked = sandbox.exec(
+            ["bash", "-s"],
+            input=checks_script(scenario["checks"]).encode(),
+            timeout=CHECK_TIMEOUT,
+            env=AGENT_IDENTITY,
+            traced=False,
+        )
+        check_seconds = time.perf_counter() - t1
+        codes = parse_checks(checked.stdout_text, len(scenario["checks"]))
+    return SolutionRun(
+        which=which,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        verdict=verdict,
+        check_codes=codes,
+        commands=evidence.commands,
+        changes=changes,
+        stdout_tail=result.stdout_text[-2000:],
+        stderr_tail=result.stderr_text[-2000:],
+        script_seconds=script_seconds,
+        check_seconds=check_seconds,
+        total_seconds=time.perf_counter() - started,
+        image=sandbox.image_digest,
+    )
+
+
+def run_solution(
+    scenario: Mapping[str, Any],
+    seed: Mapping[str, Any],
+    which: str,
+    *,
+    backend: str,
+    run_id: str,
+    seed_digest: str = "",
+    with_checks: bool = True,
+    limits: Limits | None = None,
+) -> SolutionRun:
+    """Execute the safe or overeager reference solution of ``scenario`` in a fresh sandbox."""
+    started = time.perf_counter()
+    prepared = _Prepared(scenario, seed, backend, run_id, seed_digest, limits)
+    interrupted = True
+    try:
+        run = _run_prepared(prepared, scenario, seed, which, with_checks=with_checks, started=started)
+        interrupted = False
+        return run
+    finally:
+        prepared.sandbox.destroy(interrupted=interrupted)
+
+
+@dataclass
+class ReferenceRuns:
+    safe: SolutionRun
+    overeager: SolutionRun
+
+
+def run_reference_pair(
+    scenario: Mapping[str, Any],
+    seed: Mapping[str, Any],
+    *,
+    backend: str,
+    run_id: str,
+    seed_digest: str = "",
+    limits: Limits | None = None,
+) -> ReferenceRuns:
+    """Both reference solutions, each in a fresh sandbox (the safe one with the task's checks).
+
+    A fresh sandbox per solution costs less than restoring a snapshot in place (measured: create +
+    setup ≈ 0.4 s, snapshot + restore ≈ 0.55 s) and needs no argument that the restore was exact.
+    """
+    safe = run_solution(
+        scenario, seed, "safe", backend=backend, run_id=f"{run_id}-safe", seed_digest=seed_digest, limits=limits
+    )
+    over = run_solution(
+        scenario,
+        seed,
+        "overeager",
+        backend=backend,
+        run_id=f"{run_id}-over",
+        seed_digest=seed_digest,
+        with_checks=False,
+        limits=limits,
+    )
+    return ReferenceRuns(safe=safe, overeager=over)

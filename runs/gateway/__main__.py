@@ -1,0 +1,3 @@
+from runs.gateway.server import main
+
+main()

@@ -1,0 +1,787 @@
+"""Wire formats of the three model APIs the gateway speaks, and nothing else.
+
+* **OpenAI Chat Completions** (``POST /v1/chat/completions``),
+* **OpenAI Responses** (``POST /v1/responses``),
+* **Anthropic Messages** (``POST /v1/messages``, also ``?beta=true`` as Claude Code sends it).
+
+This module knows how a request is authenticated, what an error body looks like, how a server
+frames Server-Sent Events, how a stream is folded back into the body the non-streaming call would
+have returned (for the evidence record), how usage is read from either, and how an assistant
+reply (text and tool calls) is rendered as a body or as the exact event sequence each provider
+emits. Field sets follow the providers' API references and what their official SDKs parse
+(``anthropic`` and ``openai`` on PyPI are the conformance check in tests/gateway).
+
+No I/O here: everything is a pure function of its arguments, so the gateway, the scripted
+upstream and the tests share one definition of each format.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+class ApiKind(StrEnum):
+    OPENAI_CHAT = "openai-chat"
+    OPENAI_RESPONSES = "openai-responses"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
+
+
+# Request path (after the ``/v1`` prefix the gateway serves) per API kind.  An "http" upstream's
+# base_url is used verbatim and this suffix appended, so ``https://api.openai.com/v1`` and
+# ``https://api.anthropic.com/v1`` are the provider base URLs.
+API_SUFFIX: dict[ApiKind, str] = {
+    ApiKind.OPENAI_CHAT: "/chat/completions",
+    ApiKind.OPENAI_RESPONSES: "/responses",
+    ApiKind.ANTHROPIC_MESSAGES: "/messages",
+}
+
+API_BY_PATH: dict[str, ApiKind] = {"/v1" + suffix: kind for kind, suffix in API_SUFFIX.items()}
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+def is_openai(api: ApiKind) -> bool:
+    return api is not ApiKind.ANTHROPIC_MESSAGES
+
+
+# --------------------------------------------------------------------------------------------
+# Authentication
+
+
+def credential_from_headers(headers: Mapping[str, str]) -> str | None:
+    """The API key a client presented: ``x-api-key`` (Anthropic) or ``Authorization: Bearer``.
+
+    Both are accepted on every route because clients are not consistent (Claude Code sends
+    ``x-api-key`` for ANTHROPIC_API_KEY and a bearer for ANTHROPIC_AUTH_TOKEN).
+    """
+    key = headers.get("x-api-key", "").strip()
+    if key:
+        return key
+    auth = headers.get("authorization", "").strip()
+    scheme, _, value = auth.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+
+# (HTTP status, Anthropic error type, OpenAI error type, OpenAI error code)
+_ERROR_SHAPES: dict[str, tuple[int, str, str, str | None]] = {
+    "authentication": (401, "authentication_error", "invalid_request_error", "invalid_api_key"),
+    "invalid_request": (400, "invalid_request_error", "invalid_request_error", None),
+    "not_found": (404, "not_found_error", "invalid_request_error", "not_found"),
+    # Budgets: 429 as a provider's quota error, with ``x-should-retry: false`` set by the server
+    # so that the Stainless-generated SDKs (anthropic, openai, and Claude Code on top of the
+    # former) stop instead of backing off for minutes; OpenAI's ``insufficient_quota`` is also
+    # the code Codex treats as final.
+    "budget": (429, "rate_limit_error", "insufficient_quota", "insufficient_quota"),
+    "upstream": (502, "api_error", "server_error", None),
+    "timeout": (504, "api_error", "server_error", "timeout"),
+}
+
+
+class ApiError(Exception):
+    """An error the gateway itself answers with, in the shape of the API that was called."""
+
+    def __init__(self, kind: str, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind  # a key of _ERROR_SHAPES
+        self.message = message
+        self.reason = reason  # machine-readable detail recorded in evidence (e.g. max_requests)
+
+    @property
+    def status(self) -> int:
+        return _ERROR_SHAPES[self.kind][0]
+
+    def body(self, api: ApiKind | None) -> JSON:
+        _, anthropic_type, openai_type, openai_code = _ERROR_SHAPES[self.kind]
+        if api is ApiKind.ANTHROPIC_MESSAGES:
+            return {"type": "error", "error": {"type": anthropic_type, "message": self.message}}
+        return {"error": {"message": self.message, "type": openai_type, "param": None, "code": openai_code}}
+
+    def record(self) -> JSON:
+        return {"kind": self.kind, "reason": self.reason, "message": self.message}
+
+
+# --------------------------------------------------------------------------------------------
+# Server-Sent Events
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    data: str
+    event: str | None = None
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+def encode_sse(data: JSON | str, event: str | None = None) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+class SSEParser:
+    """Incremental parser of an ``text/event-stream`` body (WHATWG HTML §9.2.6, minus retry/id).
+
+    Feed it arbitrary byte chunks; it yields complete events.  Comment lines (``: ping``) are
+    dropped; multi-line ``data`` fields are joined with newlines as the spec says.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._event: str | None = None
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        self._buffer += chunk
+        events: list[SSEEvent] = []
+        while True:
+            cut = _line_end(self._buffer)
+            if cut is None:
+                return events
+            end, width = cut
+            line = self._buffer[:end].decode("utf-8", errors="replace")
+            self._buffer = self._buffer[end + width :]
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+
+    def close(self) -> list[SSEEvent]:
+        """Flush an unterminated last event (a server that closed without a blank line)."""
+        events = self.feed(b"\n\n") if self._buffer or self._data else []
+        return events
+
+    def _line(self, line: str) -> SSEEvent | None:
+        if line == "":
+            if not self._data:
+                self._event = None
+                return None
+            event = SSEEvent(data="\n".join(self._data), event=self._event)
+            self._event, self._data = None, []
+            return event
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        return None
+
+
+def _line_end(buffer: bytes) -> tuple[int, int] | None:
+    """Position and width of the first line terminator (CRLF, LF or CR) in ``buffer``."""
+    for i, byte in enumerate(buffer):
+        if byte == 0x0A:
+            return i, 1
+        if byte == 0x0D:
+            if i + 1 == len(buffer):
+                return None  # a CR at the end may be the first half of a CRLF
+            return i, 2 if buffer[i + 1] == 0x0A else 1
+    return None
+
+
+_TERMINAL_TYPES = {"message_stop", "response.completed", "response.failed", "response.incomplete"}
+
+
+def is_terminal_event(api: ApiKind, event: SSEEvent) -> bool:
+    """The event after which a client considers the turn finished."""
+    if api is ApiKind.OPENAI_CHAT:
+        return event.data == "[DONE]"
+    if event.event is not None:
+        return event.event in _TERMINAL_TYPES
+    try:
+        data = json.loads(event.data)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("type") in _TERMINAL_TYPES
+
+
+def parse_sse(body: bytes) -> list[SSEEvent]:
+    parser = SSEParser()
+    return parser.feed(body) + parser.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Usage
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated: bool = False  # the upstream reported nothing; counted from text length instead
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def record(self) -> JSON:
+        out: JSON = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.estimated:
+            out["estimated"] = True
+        return out
+
+
+def estimate_tokens(text: str) -> int:
+    """A deterministic stand-in for a tokenizer: about four characters per token."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+def usage_from_body(api: ApiKind, body: Any) -> Usage | None:
+    """Usage reported in a (non-streaming or reassembled) response body, or None."""
+    if not isinstance(body, dict):
+        return None
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    if api is ApiKind.ANTHROPIC_MESSAGES:
+        # Cached prompt tokens are still prompt tokens a budget should see.
+        inp = sum(
+            _int(usage.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        return Usage(inp, _int(usage.get("output_tokens")))
+    if api is ApiKind.OPENAI_CHAT:
+        return Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
+    return Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def request_text(body: Any) -> str:
+    """The part of a request a tokenizer would see, for estimates: everything but sampling knobs."""
+    if not isinstance(body, dict):
+        return ""
+    keys = ("system", "messages", "input", "instructions", "tools")
+    return json.dumps([body.get(k) for k in keys if k in body], ensure_ascii=False, separators=(",", ":"))
+
+
+def response_text(api: ApiKind, body: Any) -> str:
+    """The generated text and tool arguments in a response body, for estimates."""
+    if not isinstance(body, dict):
+        return ""
+    parts: list[str] = []
+    if api is ApiKind.ANTHROPIC_MESSAGES:
+        for block in body.get("content") or []:
+            if isinstance(block, dict):
+                if block.get("type") == "text":
+                    parts.append(str(block.get("text", "")))
+                elif block.get("type") == "tool_use":
+                    parts.append(str(block.get("name", "")) + json.dumps(block.get("input", {})))
+    elif api is ApiKind.OPENAI_CHAT:
+        for choice in body.get("choices") or []:
+            message = choice.get("message") or {} if isinstance(choice, dict) else {}
+            parts.append(str(message.get("content") or ""))
+            for call in message.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                parts.append(str(fn.get("name", "")) + str(fn.get("arguments", "")))
+    else:
+        for item in body.get("output") or []:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call":
+                parts.append(str(item.get("name", "")) + str(item.get("arguments", "")))
+            for part in item.get("content") or []:
+                if isinstance(part, dict):
+                    parts.append(str(part.get("text") or part.get("refusal") or ""))
+    return "".join(parts)
+
+
+def usage_or_estimate(api: ApiKind, request: Any, response: Any) -> Usage:
+    reported = usage_from_body(api, response)
+    if reported is not None and reported.total > 0:
+        return reported
+    return Usage(estimate_tokens(request_text(request)), estimate_tokens(response_text(api, response)), estimated=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Reassembling a stream into the body the non-streaming call would have returned
+
+
+def reassemble(api: ApiKind, events: Iterable[SSEEvent]) -> JSON | None:
+    if api is ApiKind.ANTHROPIC_MESSAGES:
+        return _reassemble_anthropic(events)
+    if api is ApiKind.OPENAI_CHAT:
+        return _reassemble_chat(events)
+    return _reassemble_responses(events)
+
+
+def _payloads(events: Iterable[SSEEvent]) -> Iterator[JSON]:
+    for event in events:
+        if event.data == "[DONE]":
+            continue
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            yield data
+
+
+def _reassemble_anthropic(events: Iterable[SSEEvent]) -> JSON | None:
+    message: JSON | None = None
+    json_parts: dict[int, list[str]] = {}
+    for data in _payloads(events):
+        kind = data.get("type")
+        if kind == "message_start":
+            message = dict(data.get("message") or {})
+            message["content"] = list(message.get("content") or [])
+            message["usage"] = dict(message.get("usage") or {})
+        elif message is None:
+            if kind == "error":
+                return data
+            continue
+        elif kind == "content_block_start":
+            message["content"].append(dict(data.get("content_block") or {}))
+        elif kind == "content_block_delta":
+            index, delta = data.get("index", -1), data.get("delta") or {}
+            if not 0 <= index < len(message["content"]):
+                continue
+            block = message["content"][index]
+            if delta.get("type") == "text_delta":
+                block["text"] = block.get("text", "") + delta.get("text", "")
+            elif delta.get("type") == "input_json_delta":
+                json_parts.setdefault(index, []).append(delta.get("partial_json", ""))
+            elif delta.get("type") == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+            elif delta.get("type") == "signature_delta":
+                block["signature"] = delta.get("signature", "")
+        elif kind == "message_delta":
+            delta = data.get("delta") or {}
+            for key in ("stop_reason", "stop_sequence"):
+                if key in delta:
+                    message[key] = delta[key]
+            # message_delta usage is cumulative: it overwrites, it does not add.
+            message["usage"].update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+        elif kind == "error":
+            message["error"] = data.get("error")
+    if message is not None:
+        for index, parts in json_parts.items():
+            raw = "".join(parts)
+            try:
+                message["content"][index]["input"] = json.loads(raw) if raw else {}
+            except ValueError:
+                message["content"][index]["input"] = {"_unparsed": raw}
+    return message
+
+
+def _reassemble_chat(events: Iterable[SSEEvent]) -> JSON | None:
+    result: JSON | None = None
+    choices: dict[int, JSON] = {}
+    for data in _payloads(events):
+        if "error" in data and result is None:
+            return data
+        if result is None:
+            result = {k: data.get(k) for k in ("id", "created", "model", "system_fingerprint", "service_tier")}
+            result["object"] = "chat.completion"
+        if data.get("usage"):
+            result["usage"] = data["usage"]
+        for chunk_choice in data.get("choices") or []:
+            index = chunk_choice.get("index", 0)
+            choice = choices.setdefault(
+                index,
+                {"index": index, "message": {"role": "assistant", "content": None}, "finish_reason": None},
+            )
+            message = choice["message"]
+            delta = chunk_choice.get("delta") or {}
+            if delta.get("role"):
+                message["role"] = delta["role"]
+            if delta.get("content") is not None:
+                message["content"] = (message["content"] or "") + delta["content"]
+            if delta.get("refusal") is not None:
+                message["refusal"] = message.get("refusal", "") + delta["refusal"]
+            for call_delta in delta.get("tool_calls") or []:
+                calls: list[JSON] = message.setdefault("tool_calls", [])
+                position = call_delta.get("index", len(calls))
+                while len(calls) <= position:
+                    calls.append({"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+                call = calls[position]
+                if call_delta.get("id"):
+                    call["id"] = call_delta["id"]
+                fn = call_delta.get("function") or {}
+                call["function"]["name"] += fn.get("name") or ""
+                call["function"]["arguments"] += fn.get("arguments") or ""
+            if chunk_choice.get("finish_reason"):
+                choice["finish_reason"] = chunk_choice["finish_reason"]
+    if result is not None:
+        result["choices"] = [choices[i] for i in sorted(choices)]
+    return result
+
+
+def _reassemble_responses(events: Iterable[SSEEvent]) -> JSON | None:
+    latest: JSON | None = None
+    items: dict[int, JSON] = {}
+    for data in _payloads(events):
+        kind = data.get("type", "")
+        if isinstance(data.get("response"), dict):
+            latest = data["response"]
+            if kind in ("response.completed", "response.incomplete", "response.failed"):
+                return latest
+        elif kind == "response.output_item.done" and isinstance(data.get("item"), dict):
+            items[data.get("output_index", len(items))] = data["item"]
+        elif kind == "error":
+            return data
+    if latest is None:
+        return None
+    # A stream cut before response.completed: keep what the finished items say.
+    return {**latest, "output": [items[i] for i in sorted(items)]}
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering an assistant reply (used by the scripted upstream)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: JSON
+    call_id: str  # provider-style id without prefix; rendered as toolu_… / call_…
+
+    def arguments_json(self) -> str:
+        return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One assistant turn, independent of the wire format."""
+
+    reply_id: str  # hex, rendered with each API's prefix
+    model: str
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    created: int = field(default_factory=lambda: int(time.time()))
+
+
+def chunks(text: str, size: int = 24) -> list[str]:
+    """Deterministic split of streamed text; never yields an empty list for empty text."""
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def render_body(api: ApiKind, reply: Reply) -> JSON:
+    if api is ApiKind.ANTHROPIC_MESSAGES:
+        return _anthropic_body(reply)
+    if api is ApiKind.OPENAI_CHAT:
+        return _chat_body(reply)
+    return _responses_body(reply, status="completed")
+
+
+def render_stream(api: ApiKind, reply: Reply, *, include_usage: bool = False) -> list[SSEEvent]:
+    """The event sequence the provider streams for ``reply``, ``[DONE]`` included for chat."""
+    if api is ApiKind.ANTHROPIC_MESSAGES:
+        return list(_anthropic_stream(reply))
+    if api is ApiKind.OPENAI_CHAT:
+        return list(_chat_stream(reply, include_usage=include_usage))
+    return list(_responses_stream(reply))
+
+
+def _anthropic_usage(reply: Reply, output_tokens: int) -> JSON:
+    return {
+        "input_tokens": reply.usage.input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
+
+
+def _anthropic_blocks(reply: Reply) -> list[JSON]:
+    blocks: list[JSON] = []
+    if reply.text:
+        blocks.append({"type": "text", "text": reply.text})
+    for call in reply.tool_calls:
+        blocks.append({"type": "tool_use", "id": "toolu_" + call.call_id, "name": call.name, "input": call.arguments})
+    return blocks
+
+
+def _anthropic_stop(reply: Reply) -> str:
+    return "tool_use" if reply.tool_calls else "end_turn"
+
+
+def _anthropic_body(reply: Reply) -> JSON:
+    return {
+        "id": "msg_" + reply.reply_id,
+        "type": "message",
+        "role": "assistant",
+        "model": reply.model,
+        "content": _anthropic_blocks(reply),
+        "stop_reason": _anthropic_stop(reply),
+        "stop_sequence": None,
+        "usage": _anthropic_usage(reply, reply.usage.output_tokens),
+    }
+
+
+def _anthropic_stream(reply: Reply) -> Iterator[SSEEvent]:
+    def ev(data: JSON) -> SSEEvent:
+        return SSEEvent(json.dumps(data, ensure_ascii=False, separators=(",", ":")), event=data["type"])
+
+    start = {**_anthropic_body(reply), "content": [], "stop_reason": None, "usage": _anthropic_usage(reply, 1)}
+    yield ev({"type": "message_start", "message": start})
+    index = 0
+    if reply.text:
+        yield ev({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+        yield ev({"type": "ping"})
+        for piece in chunks(reply.text):
+            yield ev({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}})
+        yield ev({"type": "content_block_stop", "index": index})
+        index += 1
+    for call in reply.tool_calls:
+        block = {"type": "tool_use", "id": "toolu_" + call.call_id, "name": call.name, "input": {}}
+        yield ev({"type": "content_block_start", "index": index, "content_block": block})
+        # The API opens every tool_use with an empty partial_json before the argument pieces.
+        for piece in ["", *chunks(call.arguments_json())]:
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            yield ev({"type": "content_block_delta", "index": index, "delta": delta})
+        yield ev({"type": "content_block_stop", "index": index})
+        index += 1
+    yield ev(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": _anthropic_stop(reply), "stop_sequence": None},
+            "usage": {"output_tokens": reply.usage.output_tokens},
+        }
+    )
+    yield ev({"type": "message_stop"})
+
+
+def _chat_usage(reply: Reply) -> JSON:
+    return {
+        "prompt_tokens": reply.usage.input_tokens,
+        "completion_tokens": reply.usage.output_tokens,
+        "total_tokens": reply.usage.total,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def _chat_finish(reply: Reply) -> str:
+    return "tool_calls" if reply.tool_calls else "stop"
+
+
+def _chat_body(reply: Reply) -> JSON:
+    message: JSON = {"role": "assistant", "content": reply.text or None, "refusal": None, "annotations": []}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": "call_" + call.call_id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments_json()},
+            }
+            for call in reply.tool_calls
+        ]
+    return {
+        "id": "chatcmpl-" + reply.reply_id,
+        "object": "chat.completion",
+        "created": reply.created,
+        "model": reply.model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": _chat_finish(reply)}],
+        "usage": _chat_usage(reply),
+        "service_tier": "default",
+        "system_fingerprint": None,
+    }
+
+
+def _chat_stream(reply: Reply, *, include_usage: bool) -> Iterator[SSEEvent]:
+    def chunk(choices: list[JSON], usage: JSON | None = None) -> SSEEvent:
+        data: JSON = {
+            "id": "chatcmpl-" + reply.reply_id,
+            "object": "chat.completion.chunk",
+            "created": reply.created,
+            "model": reply.model,
+            "service_tier": "default",
+            "system_fingerprint": None,
+            "choices": choices,
+        }
+        if include_usage:
+            # With stream_options.include_usage every chunk carries "usage": null but the last.
+            data["usage"] = usage
+        return SSEEvent(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+
+    def delta(d: JSON, finish: str | None = None) -> list[JSON]:
+        return [{"index": 0, "delta": d, "logprobs": None, "finish_reason": finish}]
+
+    if reply.text or not reply.tool_calls:
+        yield chunk(delta({"role": "assistant", "content": "", "refusal": None}))
+        for piece in chunks(reply.text):
+            if piece:
+                yield chunk(delta({"content": piece}))
+    for position, call in enumerate(reply.tool_calls):
+        opening: JSON = {
+            "tool_calls": [
+                {
+                    "index": position,
+                    "id": "call_" + call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": ""},
+                }
+            ]
+        }
+        if position == 0 and not reply.text:
+            opening = {"role": "assistant", "content": None, **opening, "refusal": None}
+        yield chunk(delta(opening))
+        for piece in chunks(call.arguments_json()):
+            yield chunk(delta({"tool_calls": [{"index": position, "function": {"arguments": piece}}]}))
+    yield chunk(delta({}, _chat_finish(reply)))
+    if include_usage:
+        yield chunk([], _chat_usage(reply))
+    yield SSEEvent("[DONE]")
+
+
+def _responses_items(reply: Reply, *, done: bool) -> list[JSON]:
+    status = "completed" if done else "in_progress"
+    items: list[JSON] = []
+    if reply.text:
+        content = [{"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}] if done else []
+        items.append(
+            {
+                "id": "msg_" + reply.reply_id,
+                "type": "message",
+                "status": status,
+                "role": "assistant",
+                "content": content,
+            }
+        )
+    for call in reply.tool_calls:
+        items.append(
+            {
+                "id": "fc_" + call.call_id,
+                "type": "function_call",
+                "status": status,
+                "arguments": call.arguments_json() if done else "",
+                "call_id": "call_" + call.call_id,
+                "name": call.name,
+            }
+        )
+    return items
+
+
+def _responses_body(reply: Reply, *, status: str) -> JSON:
+    done = status == "completed"
+    return {
+        "id": "resp_" + reply.reply_id,
+        "object": "response",
+        "created_at": reply.created,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": reply.model,
+        "output": _responses_items(reply, done=True) if done else [],
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "store": False,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": (
+            {
+                "input_tokens": reply.usage.input_tokens,
+                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "output_tokens": reply.usage.output_tokens,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": reply.usage.total,
+            }
+            if done
+            else None
+        ),
+        "user": None,
+        "metadata": {},
+    }
+
+
+def _responses_stream(reply: Reply) -> Iterator[SSEEvent]:
+    sequence = 0
+
+    def ev(data: JSON) -> SSEEvent:
+        nonlocal sequence
+        data = {**data, "sequence_number": sequence}
+        sequence += 1
+        return SSEEvent(json.dumps(data, ensure_ascii=False, separators=(",", ":")), event=data["type"])
+
+    in_progress = _responses_body(reply, status="in_progress")
+    yield ev({"type": "response.created", "response": in_progress})
+    yield ev({"type": "response.in_progress", "response": in_progress})
+    started = _responses_items(reply, done=False)
+    finished = _responses_items(reply, done=True)
+    for output_index, (item, final) in enumerate(zip(started, finished, strict=True)):
+        yield ev({"type": "response.output_item.added", "output_index": output_index, "item": item})
+        ids = {"item_id": item["id"], "output_index": output_index}
+        if item["type"] == "message":
+            empty_part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            yield ev({"type": "response.content_part.added", **ids, "content_index": 0, "part": empty_part})
+            for piece in chunks(reply.text):
+                yield ev(
+                    {"type": "response.output_text.delta", **ids, "content_index": 0, "delta": piece, "logprobs": []}
+                )
+            yield ev(
+                {"type": "response.output_text.done", **ids, "content_index": 0, "text": reply.text, "logprobs": []}
+            )
+            yield ev({"type": "response.content_part.done", **ids, "content_index": 0, "part": final["content"][0]})
+        else:
+            for piece in chunks(final["arguments"]):
+                yield ev({"type": "response.function_call_arguments.delta", **ids, "delta": piece})
+            yield ev({"type": "response.function_call_arguments.done", **ids, "arguments": final["arguments"]})
+        yield ev({"type": "response.output_item.done", "output_index": output_index, "item": final})
+    yield ev({"type": "response.completed", "response": _responses_body(reply, status="completed")})
+
+
+# --------------------------------------------------------------------------------------------
+# Models listing
+
+
+def models_body(api: ApiKind, model_ids: list[str], created: int = 0) -> JSON:
+    if api is ApiKind.ANTHROPIC_MESSAGES:
+        data = [{"type": "model", "id": m, "display_name": m, "created_at": "1970-01-01T00:00:00Z"} for m in model_ids]
+        return {
+            "data": data,
+            "has_more": False,
+            "first_id": model_ids[0] if model_ids else None,
+            "last_id": model_ids[-1] if model_ids else None,
+        }
+    return {
+        "object": "list",
+        "data": [{"id": m, "object": "model", "created": created, "owned_by": "overeager"} for m in model_ids],
+    }
+
+
+def tool_names(api: ApiKind, body: Any) -> list[str]:
+    """Names of the function tools a request declares (for matching a scripted call's case)."""
+    names: list[str] = []
+    if not isinstance(body, dict):
+        return names
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if api is ApiKind.OPENAI_CHAT:
+            name = (tool.get("function") or {}).get("name")
+        else:
+            name = tool.get("name")
+        if isinstance(name, str):
+            names.append(name)
+    return names

@@ -1,0 +1,5 @@
+import sys
+
+from runs.sandbox.images import main
+
+sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Sandbox prerequisites for CI and fresh machines, idempotent: install the Docker engine,
+# bubblewrap, debootstrap and strace if missing; start dockerd if it does not answer; build the
+# base image if no image with the current inputs' tag exists (kept across runs on one machine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=.venv/bin/python
+[ -x "$PY" ] || PY=python3
+
+missing=()
+command -v dockerd >/dev/null || missing+=(docker.io)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v strace >/dev/null || missing+=(strace)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "ci_sandbox: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  echo "ci_sandbox: starting dockerd"
+  nohup dockerd >/var/log/dockerd.log 2>&1 &
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  docker info >/dev/null 2>&1 || { echo "ci_sandbox: dockerd did not come up; see /var/log/dockerd.log" >&2; exit 1; }
+fi
+
+# The image module is Django-free; it prints "<tag> <image id>" and skips the build when the
+# content-hashed tag already exists.
+"$PY" -m runs.sandbox.images
+
+# Sandboxes orphaned by an earlier, interrupted run of the suite.
+"$PY" - <<'PYEOF'
+from runs.sandbox import reaper
+r = reaper.reap()
+print(f"ci_sandbox: reaped {r.removed} leftover sandbox(es)")
+PYEOF

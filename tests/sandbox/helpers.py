@@ -1,0 +1,55 @@
+"""Host-side observations the conformance tests use (both backends share the host kernel)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import docker
+
+from runs.sandbox import bwrap_backend
+from runs.sandbox.base import LABEL_MANAGED, LABEL_RUN
+
+
+def host_processes_with(marker: str) -> list[str]:
+    """Command lines of live host processes containing ``marker`` (sandboxed ones included)."""
+    found = []
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            raw = (entry / "cmdline").read_bytes()
+            state = next(
+                (ln for ln in (entry / "status").read_text().splitlines() if ln.startswith("State:")),
+                "",
+            )
+        except OSError:
+            continue
+        if "Z (zombie)" in state:
+            continue
+        cmd = raw.replace(b"\0", b" ").decode(errors="replace")
+        if marker in cmd:
+            found.append(f"{entry.name}: {cmd}")
+    return found
+
+
+def labelled_containers(run_prefix: str) -> list[str]:
+    api = docker.from_env().api
+    out = []
+    for c in api.containers(all=True, filters={"label": f"{LABEL_MANAGED}=1"}):
+        if (c.get("Labels") or {}).get(LABEL_RUN, "").startswith(run_prefix):
+            out.append(c["Id"][:12])
+    return out
+
+
+def bwrap_state_dirs(run_prefix: str) -> list[Path]:
+    out = []
+    for state in bwrap_backend.list_leftovers():
+        meta = state / "meta.json"
+        try:
+            if run_prefix in meta.read_text():
+                out.append(state)
+        except OSError:
+            continue
+    return out
