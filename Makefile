@@ -7,7 +7,8 @@ PY := $(VENV)/bin/python
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/overeager
 export REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: install install-dev demo serve test lint format typecheck check-deploy migrations-check ci clean
+.PHONY: install install-dev demo serve test lint format typecheck check-deploy migrations-check ci clean \
+	images sandbox selfcheck bench-sandbox bench-pool
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +47,22 @@ check-deploy: install
 
 migrations-check: install
 	$(PY) manage.py makemigrations --check --dry-run
+
+# Docker engine + bubblewrap + the sandbox base image (idempotent).
+sandbox: install
+	bash scripts/ci_sandbox.sh
+
+images: install
+	$(PY) manage.py build_images
+
+selfcheck: install-dev
+	$(PY) manage.py sandbox_selfcheck
+
+bench-sandbox: install
+	$(PY) bench/sandbox_overhead.py --runs 50
+
+bench-pool: install
+	$(PY) bench/pool_build.py --size 1000 --workers 2
 
 ci: lint check-deploy migrations-check test
 

@@ -1,10 +1,11 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from django_rq.urls import get_admin_urlpatterns
+from django_rq.urls import get_admin_urlpatterns, get_api_urlpatterns
 
 from overeager import views
 from overeager.roles import superuser_required
+from pool.urls import pool_urlpatterns
 
 admin.site.site_header = "Overeager administration"
 admin.site.site_title = "Overeager"
@@ -13,9 +14,16 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("libraries/", include("pool.urls")),
+    path("pools/", include(pool_urlpatterns)),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # django-rq only asks for staff; queue internals (job arguments, failures) are for operators.
-    path("admin/rq/", include(get_admin_urlpatterns(name_prefix="rq_", view_wrapper=superuser_required))),
+    path(
+        "admin/rq/",
+        include(
+            (get_api_urlpatterns() + get_admin_urlpatterns(view_wrapper=superuser_required), "django_rq"),
+            namespace="django_rq",
+        ),
+    ),
     path("admin/", admin.site.urls),
 ]

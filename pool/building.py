@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connections, transaction
 from django.utils import timezone
 
 from pool import verify
@@ -249,6 +249,8 @@ def _execute_batch(
         }
         for c in batch
     ]
+    # Forked workers must not inherit the parent's database connection.
+    connections.close_all()
     with ProcessPoolExecutor(max_workers=workers) as executor:
         running: set[Future[dict[str, Any]]] = set()
         for payload in payloads:

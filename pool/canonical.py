@@ -44,7 +44,13 @@ class _Dumper(yaml.SafeDumper):
         super().increase_indent(flow, False)
 
 
+# Characters a YAML loader reads as line breaks: written raw they would change the value.
+_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if any(b in value for b in _BREAKS):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     if "\n" in value:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)

@@ -164,7 +164,9 @@ def setup_script(scenario: Mapping[str, Any]) -> str:
     if gs["commit_paths"]:
         paths = " ".join(shlex.quote(p) for p in gs["commit_paths"])
         lines.append(f"git add -f -- {paths}")
-        lines.append(f"git commit -q -m {shlex.quote(gs['message'])}")
+    # Always one setup commit, even when nothing changed (a consent-stripped twin whose carrier
+    # file is untouched): twins then have histories of the same shape.
+    lines.append(f"git commit -q --allow-empty -m {shlex.quote(gs['message'])}")
     if gs.get("note_commit"):
         lines.append(f"git commit -q --allow-empty -m {shlex.quote(gs['note_commit']['message'])}")
     # origin is a bare clone at the current HEAD; the remote-tracking ref and upstream config are

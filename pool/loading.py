@@ -239,7 +239,7 @@ def export_library(root: Path) -> list[Path]:
         keep = set()
         for obj in model._default_manager.all():
             path = folder / f"{obj.slug}.yaml"
-            _write_if_changed(path, dump_yaml(obj.to_data()))
+            _write_if_changed(path, dump_yaml(_canonical(kind, obj.to_data(), path.name)))
             keep.add(path.name)
             written.append(path)
         for stale in folder.glob("*.yaml"):
@@ -252,6 +252,15 @@ def export_library(root: Path) -> list[Path]:
     _write_if_changed(path, dump_yaml(mutations))
     written.append(path)
     return written
+
+
+def _canonical(kind: str, data: dict[str, Any], name: str) -> dict[str, Any]:
+    """Schema key order and defaults dropped: JSON columns do not keep key order (PostgreSQL's
+    jsonb sorts keys), so the export re-derives the canonical form instead of trusting it."""
+    entry, errors = libschema.validate_entry(kind, data, f"{kind}/{name}", expected_id=data["id"])
+    if entry is None:
+        raise libschema.LibraryInvalid(errors)
+    return entry
 
 
 def _write_if_changed(path: Path, text: str) -> None:

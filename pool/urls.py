@@ -3,6 +3,12 @@ from django.urls import path
 from pool import views
 
 urlpatterns = [
+
     path("", views.library_overview, name="library-overview"),
     path("<str:kind>/<slug:slug>/", views.library_entry, name="library-entry"),
+]
+
+pool_urlpatterns = [
+    path("", views.pool_list, name="pool-list"),
+    path("<int:pk>/", views.pool_detail, name="pool-detail"),
 ]

@@ -157,9 +157,10 @@ def command_count(script: str) -> int:
             continue
         if not line or line.startswith("#") or line in skip:
             continue
-        m = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", line)
+        # A heredoc opener, not a here-string (<<<) or an arithmetic shift inside $(( )).
+        m = re.search(r"(?<!<)<<-?(?!<)\s*(['\"]?)([A-Za-z_]\w*)\1", re.sub(r"\$\(\(.*?\)\)", "", line))
         if m:
-            in_heredoc = m.group(1)
+            in_heredoc = m.group(2)
         count += 1
     return count
 

@@ -1,11 +1,21 @@
 from __future__ import annotations
 
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from overeager.roles import role_required
 from pool.canonical import dump_yaml
-from pool.models import ENTRY_MODELS, Archetype, ConsentMode, FixtureSeed, LibraryVersion, MutationText, Skeleton
+from pool.models import (
+    ENTRY_MODELS,
+    Archetype,
+    ConsentMode,
+    FixtureSeed,
+    LibraryVersion,
+    MutationText,
+    PoolVersion,
+    Skeleton,
+)
 
 KIND_TITLES = {
     "archetypes": "Trap-surface archetypes",
@@ -37,3 +47,23 @@ def library_entry(request: HttpRequest, kind: str, slug: str) -> HttpResponse:
     entry = get_object_or_404(ENTRY_MODELS[kind], slug=slug)
     context = {"kind": kind, "kind_title": KIND_TITLES[kind], "entry": entry, "yaml": dump_yaml(entry.to_data())}
     return render(request, "pool/entry.html", context)
+
+
+@role_required()
+def pool_list(request: HttpRequest) -> HttpResponse:
+    pools = PoolVersion.objects.all()
+    return render(request, "pool/pools.html", {"pools": pools})
+
+
+@role_required()
+def pool_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    pool = get_object_or_404(PoolVersion, pk=pk)
+    counts: dict[tuple[str, str], int] = {}
+    for arch, consent, n in (
+        pool.candidates.in_pool().values_list("archetype", "consent").annotate(n=Count("id")).values_list("archetype", "consent", "n")
+    ):
+        counts[(arch, consent)] = n
+    modes = list(ConsentMode.objects.values_list("slug", flat=True))
+    rows = [(a, [counts.get((a, k), 0) for k in modes]) for a in Archetype.objects.order_by("tier", "slug").values_list("slug", flat=True)]
+    context = {"pool": pool, "report": pool.report, "modes": modes, "rows": rows, "warning": pool.stale_warning()}
+    return render(request, "pool/pool_detail.html", context)

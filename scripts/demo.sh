@@ -29,10 +29,26 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The pool's reference solutions run in the bubblewrap sandbox, traced with strace.
+for tool in bwrap strace git; do
+  if ! command -v "$tool" >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "installing bubblewrap, strace and git (needed by the sandbox)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap strace git >/dev/null
+      break
+    fi
+    echo "$tool is missing. Install it (Debian/Ubuntu: sudo apt-get install bubblewrap strace git) and run make demo again." >&2
+    exit 1
+  fi
+done
+
 $PY manage.py migrate --noinput -v0
 echo "Demo accounts (new passwords every run):"
 $PY manage.py create_demo_users
 $PY manage.py load_libraries
+# The verified pool (resumable: a second `make demo` reuses it). The full benchmark pool is
+# 1,000 scenarios (about 25 minutes here); the demo builds a smaller one unless told otherwise.
+$PY manage.py build_pool --size "${DEMO_POOL_SIZE:-240}" --workers "${DEMO_WORKERS:-2}" --backend "${DEMO_POOL_BACKEND:-bwrap}"
 echo
 echo "Serving the dashboard on http://127.0.0.1:8000 — log in as admin with the password above. Ctrl-C stops."
 $PY -m daphne -b 127.0.0.1 -p 8000 overeager.asgi:application

@@ -81,7 +81,7 @@ CASES: dict[str, tuple[Callable[[Path], object], list[str]]] = {
     ),
     "absolute path after the root": (
         lambda lib: _edit_archetype(lib, _fixture(path="workspace//etc/passwd")),
-        ["fixtures[", "not normalised"],
+        ["fixtures[", "is absolute"],
     ),
     "symlink escaping the root": (
         lambda lib: _edit_archetype(lib, _fixture(path="workspace/link", symlink="../../../etc/shadow")),
@@ -188,8 +188,8 @@ CASES: dict[str, tuple[Callable[[Path], object], list[str]]] = {
         ["consent/silent.yaml", "consent mode file is missing"],
     ),
     "seed version not unique": (
-        lambda lib: _edit_seed(lib, lambda d: d["vars"].__setitem__("version_current", "")),
-        ["vars.version_current"],
+        lambda lib: _edit_seed(lib, lambda d: d["vars"].__setitem__("version_current", "e")),
+        ["vars.version_current", "must appear exactly once"],
     ),
 }
 
