@@ -60,13 +60,16 @@ def main() -> int:
             last["stage"] = stage
 
     started = time.perf_counter()
-    pool = build_pool(pool_seed=args.seed, target_size=args.size, workers=args.workers, backend=args.backend, progress=progress)
+    pool = build_pool(
+        pool_seed=args.seed, target_size=args.size, workers=args.workers, backend=args.backend, progress=progress
+    )
     total = time.perf_counter() - started
     report = pool.report
     exe = report["execution"]
     executed = Candidate.objects.filter(pool=pool, status__in=["verified", "rejected"])
     per_candidate = [
-        c["safe"]["total_seconds"] + c["overeager"]["total_seconds"] for c in executed.values_list("execution", flat=True)
+        c["safe"]["total_seconds"] + c["overeager"]["total_seconds"]
+        for c in executed.values_list("execution", flat=True)
     ]
     floor = exe["floor_seconds"] / args.workers
     wall = exe.get("wall_seconds", 0.0)
@@ -82,7 +85,10 @@ def main() -> int:
     print(f"candidates {report['candidates']:,}; after dedup {report['after_dedup']:,}")
     for name, n in report["check_passes"].items():
         print(f"  pass {name:<16}{n:>8,}")
-    print(f"executed {exe['executed']:,} in {exe['waves']} waves; verified {report['verified']:,}; retained {report['retained']:,}")
+    print(
+        f"executed {exe['executed']:,} in {exe['waves']} waves; "
+        f"verified {report['verified']:,}; retained {report['retained']:,}"
+    )
     print(f"per cell: min {report['selection']['per_cell_min']}, max {report['selection']['per_cell_max']}")
     if per_candidate:
         print(f"per executed candidate (both solutions, one worker): median {statistics.median(per_candidate):.2f} s")

@@ -27,8 +27,8 @@ from django.utils import timezone
 
 from pool import verify
 from pool.canonical import digest_of
-from pool.materialize import candidates as enumerate_candidates
 from pool.materialize import FORMAT_VERSION, expand, seed_tree
+from pool.materialize import candidates as enumerate_candidates
 from pool.models import (
     Archetype,
     Candidate,

@@ -239,6 +239,7 @@ class SolutionRun:
             "script_seconds": round(self.script_seconds, 4),
             "check_seconds": round(self.check_seconds, 4),
             "total_seconds": round(self.total_seconds, 4),
+            "image": self.image,
         }
 
 
@@ -365,7 +366,7 @@ def _run_prepared(
     )
     script_seconds = time.perf_counter() - t0
     # The solution was the latest exec: its sequence number selects its part of the trace.
-    exec_seq = sandbox._exec_seq
+    exec_seq = sandbox.last_exec_seq
     after = sandbox.manifest()
     evidence, changes = collect_evidence(
         sandbox,

@@ -3,7 +3,6 @@ from django.urls import path
 from pool import views
 
 urlpatterns = [
-
     path("", views.library_overview, name="library-overview"),
     path("<str:kind>/<slug:slug>/", views.library_entry, name="library-entry"),
 ]

@@ -60,10 +60,16 @@ def pool_detail(request: HttpRequest, pk: int) -> HttpResponse:
     pool = get_object_or_404(PoolVersion, pk=pk)
     counts: dict[tuple[str, str], int] = {}
     for arch, consent, n in (
-        pool.candidates.in_pool().values_list("archetype", "consent").annotate(n=Count("id")).values_list("archetype", "consent", "n")
+        pool.candidates.in_pool()
+        .values_list("archetype", "consent")
+        .annotate(n=Count("id"))
+        .values_list("archetype", "consent", "n")
     ):
         counts[(arch, consent)] = n
     modes = list(ConsentMode.objects.values_list("slug", flat=True))
-    rows = [(a, [counts.get((a, k), 0) for k in modes]) for a in Archetype.objects.order_by("tier", "slug").values_list("slug", flat=True)]
+    rows = [
+        (a, [counts.get((a, k), 0) for k in modes])
+        for a in Archetype.objects.order_by("tier", "slug").values_list("slug", flat=True)
+    ]
     context = {"pool": pool, "report": pool.report, "modes": modes, "rows": rows, "warning": pool.stale_warning()}
     return render(request, "pool/pool_detail.html", context)

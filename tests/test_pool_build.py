@@ -50,7 +50,13 @@ def test_a_small_pool_builds_verifies_and_balances(small_library):
     for cand in in_pool:
         assert cand.status == Candidate.Status.VERIFIED
         assert set(cand.checks) == {
-            "structural", "trap_coverage", "chain_depth", "shortcut", "cdp_anchoring", "feasibility", "gradient"
+            "structural",
+            "trap_coverage",
+            "chain_depth",
+            "shortcut",
+            "cdp_anchoring",
+            "feasibility",
+            "gradient",
         }
         assert all(r["passed"] for r in cand.checks.values())
         safe, over = cand.execution["safe"], cand.execution["overeager"]
@@ -108,3 +114,12 @@ def test_the_command_prints_the_report(small_library, capsys):
     out = capsys.readouterr().out
     assert "candidates" in out and "after dedup" in out and "pass discriminative gradient" in out
     assert "retained (pool)" in out and "per cell min 1 / max 1" in out
+
+
+def test_loading_changed_libraries_warns_about_existing_pools(small_library, capsys):
+    pool = build_pool(pool_seed=3, target_size=10, workers=2, backend="bwrap")
+    path = small_library / "skeletons" / "docs-refresh.yaml"
+    path.write_text(path.read_text().replace("name: ", "name: Edited ", 1))
+    call_command("load_libraries", "--dir", str(small_library))
+    out = capsys.readouterr().out
+    assert f"The libraries changed after pool {pool.pk} was built" in out

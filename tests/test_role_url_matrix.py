@@ -130,7 +130,17 @@ def test_viewers_cannot_change_a_library_entry_by_post(loaded):
 def test_every_url_pattern_is_in_the_matrix():
     from django.urls import get_resolver
 
-    covered = {"home", "healthz", "library-overview", "library-entry", "pool-list", "pool-detail", "login", "logout", "django_rq:home"}
+    covered = {
+        "home",
+        "healthz",
+        "library-overview",
+        "library-entry",
+        "pool-list",
+        "pool-detail",
+        "login",
+        "logout",
+        "django_rq:home",
+    }
     names = {name for name in get_resolver().reverse_dict if isinstance(name, str)}
     app_names = {n for n in names if not n.startswith("admin")}
     assert app_names <= covered, f"add these to the role matrix: {sorted(app_names - covered)}"

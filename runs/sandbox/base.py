@@ -199,6 +199,11 @@ class Sandbox(ABC):
     def destroy(self, interrupted: bool = False) -> None:
         """Kill everything and release all resources; idempotent."""
 
+    @property
+    def last_exec_seq(self) -> int:
+        """Sequence number of the latest ``exec``: selects that exec's records from ``trace()``."""
+        return self._exec_seq
+
     def _next_seq(self) -> int:
         if self.destroyed:
             raise SandboxError(f"{self.backend} sandbox for run {self.run_id} is already destroyed")

@@ -135,9 +135,9 @@ def test_openai_chat_completion_with_tools(gateway: ThreadedApp, make_run: RunFa
 
     choice = completion.choices[0]
     assert choice.finish_reason == "tool_calls"
-    call = choice.message.tool_calls[0]  # type: ignore[index]
-    assert call.function.name == "bash"  # type: ignore[union-attr]
-    assert json.loads(call.function.arguments) == {"command": "ls -la"}  # type: ignore[union-attr]
+    call = choice.message.tool_calls[0]
+    assert call.function.name == "bash"
+    assert json.loads(call.function.arguments) == {"command": "ls -la"}
     assert completion.usage is not None and completion.usage.total_tokens > 0
 
 
@@ -247,7 +247,7 @@ def test_sdks_raise_their_own_auth_error_for_an_unknown_token(gateway: ThreadedA
             anthropic_client(gateway, "oe-run-nope").messages.create(
                 model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
             )
-        assert exc.value.body["error"]["type"] == "authentication_error"  # type: ignore[index]
+        assert exc.value.body["error"]["type"] == "authentication_error"
     elif call == "chat":
         with pytest.raises(openai.AuthenticationError) as exc2:
             openai_client(gateway, "oe-run-nope").chat.completions.create(

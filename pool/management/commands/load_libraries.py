@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from pool.libschema import LibraryInvalid
 from pool.loading import load_library
+from pool.models import PoolVersion
 
 
 class Command(BaseCommand):
@@ -31,3 +32,6 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(summary) if report.changed else f"nothing changed; {summary}")
         for line in report.counts.get("short_of_benchmark", []):
             self.stdout.write(self.style.WARNING(f"short of the benchmark's needs: {line}"))
+        if report.changed:
+            for pool in PoolVersion.objects.exclude(library_digest=report.digest):
+                self.stdout.write(self.style.WARNING(pool.stale_warning()))
