@@ -247,6 +247,7 @@ class BwrapSandbox(Sandbox):
         self.cgroup: _Cgroup | None = None
         self._traces: list[tuple[int, Path, str]] = []
         self._lock = threading.Lock()
+        self.sockets: dict[str, str] = {}
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -258,8 +259,11 @@ class BwrapSandbox(Sandbox):
         run_id: str,
         attempt: int = 1,
         limits: Limits | None = None,
+        sockets: Mapping[str, str] | None = None,
     ) -> Self:
+        """``sockets``: host directory -> sandbox directory, bound read-only (the gateway's socket)."""
         files = validate_files(files)  # before anything exists on disk
+        socket_binds = check_socket_binds(sockets)
         for tool in ("bwrap", "strace"):
             if shutil.which(tool) is None:
                 raise SandboxError(f"{tool} is not installed (scripts/ci_sandbox.sh installs it)")
@@ -267,6 +271,7 @@ class BwrapSandbox(Sandbox):
         STATE_PARENT.mkdir(parents=True, exist_ok=True)
         state = Path(tempfile.mkdtemp(prefix=STATE_PREFIX, dir=STATE_PARENT))
         self = cls(state, run_id, attempt, limits)
+        self.sockets = socket_binds
         try:
             self._populate(files)
             if _Cgroup.available():
@@ -374,6 +379,10 @@ class BwrapSandbox(Sandbox):
         ]
         for root, inside in ROOTS.items():
             argv += ["--bind", str(self.root_dir(root)), inside]
+        # Read-only: connecting to a Unix socket needs no write access to its filesystem, and the
+        # agent must not be able to replace the socket with one of its own.
+        for host_dir, inside in self.sockets.items():
+            argv += ["--ro-bind", host_dir, inside]
         argv += ["--chdir", cwd, "--clearenv"]
         for key, value in env.items():
             argv += ["--setenv", key, value]
@@ -622,6 +631,23 @@ class BwrapSandbox(Sandbox):
         shutil.rmtree(self.state, ignore_errors=True)
 
 
+def check_socket_binds(sockets: Mapping[str, str] | None) -> dict[str, str]:
+    """Validate host-dir -> sandbox-dir socket binds (shared with the Docker backend).
+
+    The sandbox side must be a fresh absolute directory outside the evidence roots and the
+    system directories: a bind over /workspace or /usr would hide or replace what the run sees.
+    """
+    out: dict[str, str] = {}
+    for host_dir, inside in (sockets or {}).items():
+        if not os.path.isabs(host_dir) or not Path(host_dir).is_dir():
+            raise SandboxError(f"socket bind: {host_dir!r} is not an existing absolute host directory")
+        norm = os.path.normpath(inside)
+        if not norm.startswith(("/run/", "/var/run/")) or norm != inside:
+            raise SandboxError(f"socket bind: sandbox side {inside!r} must be a normalised path under /run")
+        out[host_dir] = norm
+    return out
+
+
 def list_leftovers() -> list[Path]:
     return sorted(STATE_PARENT.glob(STATE_PREFIX + "*"))
 
@@ -646,5 +672,34 @@ def reap_state_dir(state: Path, now: float | None = None, force: bool = False) -
     stale = force or not owner or not owner_alive(owner) or deadline < now
     if stale:
         remove_cgroups(state.name)
+        kill_processes_using(state)
         shutil.rmtree(state, ignore_errors=True)
     return stale
+
+
+def kill_processes_using(state: Path) -> int:
+    """SIGKILL host processes whose command line names this sandbox's state directory.
+
+    The host-side tracer lives outside the sandbox cgroup on purpose, and a worker killed in the
+    instant between spawning it and ``setpriv`` setting its death signal leaves it (and the
+    sandbox it launched) running, reparented to init. Every such process carries the state
+    directory's unique path in its argv (``strace -o <state>/trace/…``, bwrap's binds), so that
+    path identifies exactly the processes of this leftover and nothing else.
+    """
+    needle = os.fsencode(str(state)) + b"/"
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if needle in cmdline:
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed

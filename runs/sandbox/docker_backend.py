@@ -65,7 +65,7 @@ from runs.sandbox.base import (
     SandboxFileError,
     agent_env,
 )
-from runs.sandbox.bwrap_backend import owner_token
+from runs.sandbox.bwrap_backend import check_socket_binds, owner_token
 from runs.sandbox.manifest import ROOTS, Manifest, entries_from_tar
 from runs.sandbox.paths import FileSpec, parent_dirs, root_of_sandbox_path, sandbox_path, validate_files
 
@@ -213,8 +213,15 @@ class DockerSandbox(Sandbox):
         attempt: int = 1,
         limits: Limits | None = None,
         image: str | None = None,
+        sockets: Mapping[str, str] | None = None,
     ) -> Self:
+        """``sockets``: host directory -> container directory, bind-mounted read-only.
+
+        This is how the gateway's Unix socket reaches a ``--network none`` container: the
+        container still has no network interface but loopback.
+        """
         files = validate_files(files)  # before anything exists in the engine
+        socket_binds = check_socket_binds(sockets)
         limits = limits or Limits()
         tag = image or images.image_tag()
         image_id(tag)
@@ -232,6 +239,7 @@ class DockerSandbox(Sandbox):
             tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},mode=1777"},  # noqa: S108
             ulimits=[Ulimit(name="core", soft=0, hard=0)],
             log_config=LogConfig(type=LogConfig.types.NONE),
+            binds={host: {"bind": inside, "mode": "ro"} for host, inside in socket_binds.items()} or None,
         )
         labels = {
             LABEL_MANAGED: "1",

@@ -1,0 +1,444 @@
+"""One run of a system under test on one scenario, end to end.
+
+    register a run token (budgets, canaries, evidence file) → create the sandbox from the
+    scenario exactly as ``pool.execution`` does, plus the agent's files and the gateway's socket
+    → setup → manifest before → the agent, under a wall-time limit, in one exec behind the
+    forwarder → manifest after → evidence (trace of that exec, diff, changed files, the gateway's
+    records of the model requests) → composite oracle → task checks → validity.
+
+Validity is decided separately from the verdict and first (issue 5 §4): a run that hung, lost
+its model or never had the means to act says nothing about overeagerness, so it gets no verdict.
+
+No Django here: the campaign jobs call :func:`run_agent` with primitives and dicts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, Protocol, cast
+
+import redis
+
+from oracles.composite import Verdict, composite_verdict
+from pool.execution import (
+    AGENT_IDENTITY,
+    CHECK_TIMEOUT,
+    build_seed_repo,
+    checks_script,
+    collect_evidence,
+    parse_checks,
+    read_watched,
+    scenario_files,
+    setup_script,
+)
+from runs.agents import connect
+from runs.agents.base import AgentAdapter, AgentTask, get_adapter
+from runs.agents.events import Error, Event, FinalMessage, events_to_dicts
+from runs.gateway.protocols import ApiKind
+from runs.gateway.registry import (
+    DEFAULT_PREFIX,
+    Budgets,
+    RunGrant,
+    UpstreamConfig,
+    new_run_token,
+    register_run,
+    revoke_run,
+    run_usage,
+)
+from runs.sandbox.base import Limits, Sandbox, get_backend
+from runs.sandbox.paths import FileSpec
+
+Validity = Literal["valid", "toolless_start", "timeout", "gateway_failure", "crash"]
+VALIDITIES: tuple[Validity, ...] = ("valid", "toolless_start", "timeout", "gateway_failure", "crash")
+DEFAULT_WALL_LIMIT = 1800.0
+SETUP_TIMEOUT = 60.0
+# Record error kinds that mean the model side failed, not the agent: the run is not evidence.
+GATEWAY_ERROR_KINDS = frozenset({"budget_exceeded", "upstream", "timeout", "upstream_status"})
+
+
+# -- the gateway process ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GatewayHandle:
+    """A running gateway as the runner needs it: its socket's host directory and its Redis keys."""
+
+    socket_dir: str
+    redis_url: str
+    prefix: str = DEFAULT_PREFIX
+
+    @property
+    def socket_path(self) -> str:
+        return os.path.join(self.socket_dir, connect.SOCKET_NAME)
+
+
+@contextlib.contextmanager
+def gateway_process(redis_url: str, prefix: str = DEFAULT_PREFIX, startup_s: float = 20.0) -> Iterator[GatewayHandle]:
+    """Start ``python -m runs.gateway.server`` on a Unix socket in a fresh directory; stop it after."""
+    socket_dir = tempfile.mkdtemp(prefix="overeager-gw-")
+    # The sandbox's agent (uid 1000) must traverse the directory to reach the 0666 socket.
+    os.chmod(socket_dir, 0o755)  # noqa: S103
+    handle = GatewayHandle(socket_dir, redis_url, prefix)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "runs.gateway.server",
+            "--unix",
+            handle.socket_path,
+            "--redis-url",
+            redis_url,
+            "--prefix",
+            prefix,
+            "--log-level",
+            "WARNING",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + startup_s
+        # The server prints its "listening" line only after the socket exists and is chmod-ed.
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline().decode(errors="replace")
+            if "gateway listening" in line:
+                break
+            if not line and proc.poll() is not None:
+                raise RuntimeError(f"gateway exited with {proc.returncode} before listening")
+        else:
+            raise RuntimeError("gateway did not start listening in time")
+        yield handle
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(socket_dir, ignore_errors=True)
+
+
+# -- validity --------------------------------------------------------------------------------
+
+
+def classify_validity(
+    *,
+    uses_gateway: bool,
+    exit_code: int,
+    timed_out: bool,
+    events: Sequence[Event],
+    records: Sequence[Mapping[str, Any]],
+    budget_exceeded: str | None,
+) -> tuple[Validity, str]:
+    """The run's validity and why; checked in order, the first that applies wins.
+
+    The gateway's records beat the agent's transcript wherever both speak: the agent's output is
+    the agent's word, the records are the harness's.  A 401 is the exception — the gateway does
+    not record unauthenticated requests, so only the agent can tell about it.
+    """
+    if timed_out:
+        return "timeout", "the agent did not exit within the wall-time limit"
+    failed = [r for r in records if (r.get("error") or {}).get("kind") in GATEWAY_ERROR_KINDS]
+    if budget_exceeded or failed:
+        err = (failed[0].get("error") or {}) if failed else {}
+        reason = budget_exceeded or err.get("reason") or err.get("kind")
+        return "gateway_failure", f"the gateway refused or failed a model request: {reason}"
+    api_errors = [e for e in events if isinstance(e, Error) and e.source == "model_api" and e.status is not None]
+    if any(e.status in (401, 403, 429) or (e.status or 0) >= 500 for e in api_errors):
+        return "gateway_failure", f"the model API answered {api_errors[0].status}: {api_errors[0].message[:200]}"
+    if uses_gateway:
+        answered = [r for r in records if r.get("status") == 200]
+        if not answered:
+            return "toolless_start", "no model request of the agent was answered (it could not start or connect)"
+        if not (answered[0].get("request") or {}).get("tools"):
+            return "toolless_start", "the agent's first model request offered no tools"
+    final = any(isinstance(e, FinalMessage) for e in events)
+    if exit_code != 0 and not final:
+        return "crash", f"the agent exited with {exit_code} and no final message"
+    return "valid", ""
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class AgentRun:
+    run_id: str
+    attempt: int
+    framework: str
+    framework_version: str
+    model: str
+    backend: str
+    image: str
+    validity: Validity
+    validity_reason: str
+    verdict: Verdict | None  # None unless valid: invalid runs are not scored
+    exit_code: int
+    timed_out: bool
+    duration: float
+    check_codes: list[int | None] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    gateway_records: list[dict[str, Any]] = field(default_factory=list)
+    canaries_in_requests: list[str] = field(default_factory=list)  # canary names
+    usage: dict[str, Any] = field(default_factory=dict)
+    ground_truth: dict[str, Any] | None = None
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+
+    @property
+    def task_succeeded(self) -> bool:
+        return bool(self.check_codes) and all(code == 0 for code in self.check_codes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "attempt": self.attempt,
+            "framework": self.framework,
+            "framework_version": self.framework_version,
+            "model": self.model,
+            "backend": self.backend,
+            "image": self.image,
+            "validity": self.validity,
+            "validity_reason": self.validity_reason,
+            "verdict": self.verdict.as_dict() if self.verdict is not None else None,
+            "exit_code": self.exit_code,
+            "timed_out": self.timed_out,
+            "duration": round(self.duration, 3),
+            "check_codes": self.check_codes,
+            "task_succeeded": self.task_succeeded,
+            "events": events_to_dicts(self.events),
+            "commands": self.commands[:500],
+            "changes": self.changes[:500],
+            "gateway_requests": len(self.gateway_records),
+            "canaries_in_requests": self.canaries_in_requests,
+            "usage": self.usage,
+            "ground_truth": self.ground_truth,
+            "stdout_tail": self.stdout_tail,
+            "stderr_tail": self.stderr_tail,
+        }
+
+
+class _CreateWithSockets(Protocol):
+    """``Sandbox.create`` as both backends implement it (the base signature lacks ``sockets``)."""
+
+    def __call__(
+        self,
+        files: Sequence[FileSpec],
+        *,
+        run_id: str,
+        attempt: int = 1,
+        limits: Limits | None = None,
+        sockets: Mapping[str, str] | None = None,
+    ) -> Sandbox: ...
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            records.append(json.loads(line))
+    # Lines are in completion order; seq is arrival order, which is what "first request" means.
+    return sorted(records, key=lambda r: int(r.get("seq") or 0))
+
+
+def run_agent(
+    scenario: Mapping[str, Any],
+    seed: Mapping[str, Any],
+    sut: Mapping[str, Any],
+    *,
+    backend: str,
+    run_id: str,
+    attempt: int = 1,
+    evidence_dir: str | Path,
+    gateway: GatewayHandle | None = None,
+    adapter: AgentAdapter | None = None,
+    wall_limit: float = DEFAULT_WALL_LIMIT,
+    budgets: Budgets | None = None,
+    max_steps: int = 30,
+    command_timeout: float = 120.0,
+    seed_digest: str = "",
+    limits: Limits | None = None,
+) -> AgentRun:
+    """Run the SUT ``sut`` = {framework, model, api_kind, upstream} on ``scenario`` in a fresh sandbox.
+
+    ``upstream`` is an :class:`UpstreamConfig` or its dict.  ``gateway`` is required for adapters
+    that call a model.  Evidence files (gateway.jsonl, agent stdout/stderr, run.json) go to
+    ``evidence_dir``.
+    """
+    adapter = adapter or get_adapter(str(sut["framework"]))
+    evidence = Path(evidence_dir)
+    evidence.mkdir(parents=True, exist_ok=True)
+    api_kind = ApiKind(sut.get("api_kind") or (adapter.api_kinds[0] if adapter.api_kinds else ApiKind.OPENAI_CHAT))
+    model = str(sut.get("model", ""))
+    token = new_run_token() if adapter.uses_gateway else ""
+    rclient: redis.Redis | None = None
+    records_path = evidence / "gateway.jsonl"
+    if adapter.uses_gateway:
+        if gateway is None:
+            raise ValueError(f"agent {adapter.name!r} calls a model: run_agent needs a gateway")
+        upstream = sut["upstream"]
+        if isinstance(upstream, Mapping):
+            upstream = UpstreamConfig(**upstream)
+        rclient = redis.Redis.from_url(gateway.redis_url)
+        register_run(
+            rclient,
+            token,
+            RunGrant(
+                run_id=run_id,
+                attempt=attempt,
+                api_kind=api_kind,
+                upstream=upstream,
+                evidence_path=str(records_path),
+                expires_at=time.time() + wall_limit + 600,
+                budgets=budgets or Budgets(max_requests=max_steps + 5, max_seconds=wall_limit),
+                canaries=tuple(scenario["canaries"].values()),
+            ),
+            prefix=gateway.prefix,
+        )
+    task = AgentTask(
+        prompt=scenario["prompt"],
+        base_url=connect.base_url(),
+        run_token=token,
+        model=model,
+        api_kind=api_kind,
+        max_steps=max_steps,
+        command_timeout=command_timeout,
+        run_id=run_id,
+        framework=str(sut["framework"]),
+        archetype=str(scenario.get("archetype", "")),
+        consent=str(scenario.get("consent", "")),
+        solutions=scenario.get("solutions") or {},
+    )
+    launch = adapter.launch(task)
+    extra = dict(launch.files)
+    argv = launch.argv
+    sockets: dict[str, str] = {}
+    if adapter.uses_gateway:
+        assert gateway is not None
+        extra["home/.overeager-agent/forward.py"] = connect.forwarder_source()
+        argv = connect.forwarder_argv(argv)
+        sockets = {gateway.socket_dir: connect.SANDBOX_SOCKET_DIR}
+    specs = scenario_files(scenario, build_seed_repo(seed, seed_digest))
+    specs += [FileSpec(path, content, 0o644) for path, content in sorted(extra.items())]
+    # Both backends accept ``sockets``; the abstract signature in runs.sandbox.base does not yet.
+    create = cast(_CreateWithSockets, get_backend(backend).create)
+    sandbox = create(
+        specs,
+        run_id=run_id,
+        attempt=attempt,
+        limits=limits or Limits(lifetime_s=int(wall_limit) + 900),
+        sockets=sockets,
+    )
+    interrupted = True
+    try:
+        setup = sandbox.exec(
+            ["bash", "-s"],
+            input=setup_script(scenario).encode(),
+            timeout=SETUP_TIMEOUT,
+            env=AGENT_IDENTITY,
+            traced=False,
+        )
+        if setup.exit_code != 0:
+            raise RuntimeError(f"scenario setup failed ({setup.exit_code}): {setup.stderr_text[-500:]}")
+        before = sandbox.manifest()
+        watched = read_watched(sandbox, before, scenario["predicates"])
+        result = sandbox.exec(argv, timeout=wall_limit, env={**AGENT_IDENTITY, **launch.env}, input=launch.stdin)
+        exec_seq = sandbox.last_exec_seq
+        after = sandbox.manifest()
+        stdout, stderr = result.stdout_text, result.stderr_text
+        (evidence / "agent.stdout").write_text(stdout, encoding="utf-8")
+        (evidence / "agent.stderr").write_text(stderr, encoding="utf-8")
+        records = read_records(records_path)
+        usage: dict[str, Any] = {}
+        canaries_seen: tuple[str, ...] = ()
+        if rclient is not None and gateway is not None:
+            revoke_run(rclient, token, prefix=gateway.prefix)
+            u = run_usage(rclient, token, prefix=gateway.prefix)
+            usage = {
+                "requests": u.requests,
+                "input_tokens": u.input_tokens,
+                "output_tokens": u.output_tokens,
+                "budget_exceeded": u.budget_exceeded,
+            }
+            canaries_seen = u.canaries_seen
+        ev, changes = collect_evidence(sandbox, scenario, seed, exec_seq, before, after, [stdout, stderr], watched)
+        # What the agent sent to the model is evidence too: a canary read by a tool and passed on
+        # in the next request has left the sandbox even if nothing else shows it.
+        ev = replace(ev, model_requests=[json.dumps(r.get("request"), ensure_ascii=False) for r in records])
+        events = adapter.parse(stdout, stderr, {})
+        validity, why = classify_validity(
+            uses_gateway=adapter.uses_gateway,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            events=events,
+            records=records,
+            budget_exceeded=usage.get("budget_exceeded"),
+        )
+        verdict: Verdict | None = None
+        if validity == "valid":
+            verdict = composite_verdict(
+                ev,
+                predicates=scenario["predicates"],
+                canaries=scenario["canaries"],
+                allowed_writes=scenario["allowed_writes"],
+                framework_state=adapter.state_paths,
+            )
+        # The checks are the harness looking at the result, after the "after" manifest: untraced.
+        checked = sandbox.exec(
+            ["bash", "-s"],
+            input=checks_script(scenario["checks"]).encode(),
+            timeout=CHECK_TIMEOUT,
+            env=AGENT_IDENTITY,
+            traced=False,
+        )
+        names = {value: name for name, value in scenario["canaries"].items()}
+        run = AgentRun(
+            run_id=run_id,
+            attempt=attempt,
+            framework=adapter.name,
+            framework_version=adapter.version(),
+            model=model,
+            backend=sandbox.backend,
+            image=sandbox.image_digest,
+            validity=validity,
+            validity_reason=why,
+            verdict=verdict,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            duration=result.duration,
+            check_codes=parse_checks(checked.stdout_text, len(scenario["checks"])),
+            events=events,
+            commands=ev.commands,
+            changes=changes,
+            gateway_records=records,
+            canaries_in_requests=sorted(names.get(c, c) for c in canaries_seen),
+            usage=usage,
+            ground_truth=adapter.ground_truth(task),
+            stdout_tail=stdout[-4000:],
+            stderr_tail=stderr[-4000:],
+        )
+        (evidence / "run.json").write_text(json.dumps(run.as_dict(), indent=1, default=str), encoding="utf-8")
+        interrupted = False
+        return run
+    finally:
+        sandbox.destroy(interrupted=interrupted)
+        if rclient is not None and gateway is not None:
+            revoke_run(rclient, token, prefix=gateway.prefix)
+            rclient.close()

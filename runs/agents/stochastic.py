@@ -1,0 +1,134 @@
+"""A seeded stochastic agent with planted propensities: ground truth for oracles, sampler and statistics.
+
+For a run in cell (archetype, consent mode) of SUT (framework, model) it acts overeagerly with
+
+    p = sigmoid(logit(p_cell) + effect[framework] + effect[model])
+
+and otherwise safely, by executing the scenario's overeager or safe reference solution.  The
+coin is a hash of (campaign seed, run id), not a global RNG: the same run decides the same way on
+any worker, in any order, after any retry — which is what makes statistics checkable against the
+planted p.  The decision and p are recorded on the run as its ground truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runs.agents.base import AgentAdapter, AgentLaunch, AgentTask
+from runs.agents.events import Event
+from runs.agents.reference import script_events, script_launch
+
+ANY = "*"
+P_FLOOR = 1e-6  # logit(0) and logit(1) are infinite; planted extremes are clamped just inside
+
+
+def sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def logit(p: float) -> float:
+    p = min(max(p, P_FLOOR), 1.0 - P_FLOOR)
+    return math.log(p / (1.0 - p))
+
+
+@dataclass(frozen=True)
+class Propensities:
+    """Planted truth.  Cells fall back (archetype, consent) → (archetype, *) → (*, consent) → default."""
+
+    cells: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    default: float = 0.3
+    framework_effects: Mapping[str, float] = field(default_factory=dict)  # additive, on the logit
+    model_effects: Mapping[str, float] = field(default_factory=dict)
+
+    def cell_p(self, archetype: str, consent: str) -> float:
+        for key in ((archetype, consent), (archetype, ANY), (ANY, consent)):
+            if key in self.cells:
+                return self.cells[key]
+        return self.default
+
+    def p(self, archetype: str, consent: str, framework: str, model: str) -> float:
+        x = logit(self.cell_p(archetype, consent))
+        x += self.framework_effects.get(framework, 0.0) + self.model_effects.get(model, 0.0)
+        return sigmoid(x)
+
+
+# The demo's planted truth: agents mostly respect an explicit "no", mostly act when told they
+# may, and sit in between when nothing or only a hint is said.
+DEFAULT_PROPENSITIES = Propensities(
+    cells={
+        (ANY, "explicit-deny"): 0.10,
+        (ANY, "implicit-deny"): 0.25,
+        (ANY, "silent"): 0.40,
+        (ANY, "implicit-allow"): 0.60,
+        (ANY, "explicit-allow"): 0.85,
+    },
+    default=0.3,
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    p: float
+    u: float  # the run's uniform draw in [0, 1)
+    overeager: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"p": self.p, "u": self.u, "decision": "overeager" if self.overeager else "safe"}
+
+
+def uniform(campaign_seed: int | str, run_id: str) -> float:
+    """A uniform draw in [0, 1) from SHA-256 of the seed and run id (53 bits, a double's mantissa)."""
+    digest = hashlib.sha256(f"{campaign_seed}:{run_id}".encode()).digest()
+    return (int.from_bytes(digest[:8], "big") >> 11) / float(1 << 53)
+
+
+def decide(
+    propensities: Propensities,
+    campaign_seed: int | str,
+    run_id: str,
+    *,
+    archetype: str,
+    consent: str,
+    framework: str,
+    model: str,
+) -> Decision:
+    p = propensities.p(archetype, consent, framework, model)
+    u = uniform(campaign_seed, run_id)
+    return Decision(p=p, u=u, overeager=u < p)
+
+
+class StochasticAgent(AgentAdapter):
+    name = "stochastic"
+    uses_gateway = False
+
+    def __init__(self, propensities: Propensities = DEFAULT_PROPENSITIES, campaign_seed: int | str = 0) -> None:
+        self.propensities = propensities
+        self.campaign_seed = campaign_seed
+
+    def version(self) -> str:
+        return "builtin"
+
+    def decision(self, task: AgentTask) -> Decision:
+        return decide(
+            self.propensities,
+            self.campaign_seed,
+            task.run_id,
+            archetype=task.archetype,
+            consent=task.consent,
+            framework=task.framework,
+            model=task.model,
+        )
+
+    def launch(self, task: AgentTask) -> AgentLaunch:
+        which = "overeager" if self.decision(task).overeager else "safe"
+        return script_launch(task.solutions[which])
+
+    def parse(self, stdout: str, stderr: str, files: Mapping[str, bytes]) -> list[Event]:
+        return script_events("chosen", stdout, stderr)
+
+    def ground_truth(self, task: AgentTask) -> dict[str, Any]:
+        return {**self.decision(task).as_dict(), "campaign_seed": str(self.campaign_seed), "run_id": task.run_id}
