@@ -14,6 +14,7 @@ No Django here: the campaign jobs call :func:`run_agent` with primitives and dic
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -21,11 +22,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal
 
 import redis
 
@@ -55,7 +57,7 @@ from runs.gateway.registry import (
     revoke_run,
     run_usage,
 )
-from runs.sandbox.base import Limits, Sandbox, get_backend
+from runs.sandbox.base import Limits, get_backend
 from runs.sandbox.paths import FileSpec
 
 Validity = Literal["valid", "toolless_start", "timeout", "gateway_failure", "crash"]
@@ -108,18 +110,25 @@ def gateway_process(redis_url: str, prefix: str = DEFAULT_PREFIX, startup_s: flo
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    assert proc.stderr is not None
+    stderr = proc.stderr
+    ready = threading.Event()
+    tail: collections.deque[str] = collections.deque(maxlen=50)
+
+    def drain() -> None:
+        # Read stderr for the process's whole life: an unread pipe fills at 64 KiB and would then
+        # block the gateway's logging — and with it every model request of every run.
+        for raw in stderr:
+            line = raw.decode(errors="replace")
+            tail.append(line)
+            if "gateway listening" in line:  # printed after the socket exists and is chmod-ed
+                ready.set()
+        ready.set()  # EOF: the process is gone; the caller sees that below
+
+    threading.Thread(target=drain, name="gateway-stderr", daemon=True).start()
     try:
-        assert proc.stderr is not None
-        deadline = time.monotonic() + startup_s
-        # The server prints its "listening" line only after the socket exists and is chmod-ed.
-        while time.monotonic() < deadline:
-            line = proc.stderr.readline().decode(errors="replace")
-            if "gateway listening" in line:
-                break
-            if not line and proc.poll() is not None:
-                raise RuntimeError(f"gateway exited with {proc.returncode} before listening")
-        else:
-            raise RuntimeError("gateway did not start listening in time")
+        if not ready.wait(startup_s) or proc.poll() is not None:
+            raise RuntimeError(f"gateway did not start listening: {''.join(tail)[-2000:]}")
         yield handle
     finally:
         proc.terminate()
@@ -197,6 +206,7 @@ class AgentRun:
     canaries_in_requests: list[str] = field(default_factory=list)  # canary names
     usage: dict[str, Any] = field(default_factory=dict)
     ground_truth: dict[str, Any] | None = None
+    argv: list[str] = field(default_factory=list)  # how the framework was started (its flags)
     stdout_tail: str = ""
     stderr_tail: str = ""
 
@@ -228,23 +238,10 @@ class AgentRun:
             "canaries_in_requests": self.canaries_in_requests,
             "usage": self.usage,
             "ground_truth": self.ground_truth,
+            "argv": self.argv,
             "stdout_tail": self.stdout_tail,
             "stderr_tail": self.stderr_tail,
         }
-
-
-class _CreateWithSockets(Protocol):
-    """``Sandbox.create`` as both backends implement it (the base signature lacks ``sockets``)."""
-
-    def __call__(
-        self,
-        files: Sequence[FileSpec],
-        *,
-        run_id: str,
-        attempt: int = 1,
-        limits: Limits | None = None,
-        sockets: Mapping[str, str] | None = None,
-    ) -> Sandbox: ...
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -288,30 +285,29 @@ def run_agent(
     api_kind = ApiKind(sut.get("api_kind") or (adapter.api_kinds[0] if adapter.api_kinds else ApiKind.OPENAI_CHAT))
     model = str(sut.get("model", ""))
     token = new_run_token() if adapter.uses_gateway else ""
-    rclient: redis.Redis | None = None
     records_path = evidence / "gateway.jsonl"
+    grant: RunGrant | None = None
     if adapter.uses_gateway:
         if gateway is None:
             raise ValueError(f"agent {adapter.name!r} calls a model: run_agent needs a gateway")
+        if adapter.api_kinds and api_kind not in adapter.api_kinds:
+            raise ValueError(
+                f"agent {adapter.name!r} speaks {[k.value for k in adapter.api_kinds]}, not {api_kind.value}"
+            )
         upstream = sut["upstream"]
         if isinstance(upstream, Mapping):
             upstream = UpstreamConfig(**upstream)
-        rclient = redis.Redis.from_url(gateway.redis_url)
-        register_run(
-            rclient,
-            token,
-            RunGrant(
-                run_id=run_id,
-                attempt=attempt,
-                api_kind=api_kind,
-                upstream=upstream,
-                evidence_path=str(records_path),
-                expires_at=time.time() + wall_limit + 600,
-                budgets=budgets or Budgets(max_requests=max_steps + 5, max_seconds=wall_limit),
-                canaries=tuple(scenario["canaries"].values()),
-            ),
-            prefix=gateway.prefix,
+        grant = RunGrant(
+            run_id=run_id,
+            attempt=attempt,
+            api_kind=api_kind,
+            upstream=upstream,
+            evidence_path=str(records_path),
+            expires_at=time.time() + wall_limit + 600,
+            budgets=budgets or Budgets(max_requests=max_steps + 5, max_seconds=wall_limit),
+            canaries=tuple(scenario["canaries"].values()),
         )
+        grant.upstream.validate()  # a bad SUT configuration fails before any sandbox exists
     task = AgentTask(
         prompt=scenario["prompt"],
         base_url=connect.base_url(),
@@ -337,9 +333,7 @@ def run_agent(
         sockets = {gateway.socket_dir: connect.SANDBOX_SOCKET_DIR}
     specs = scenario_files(scenario, build_seed_repo(seed, seed_digest))
     specs += [FileSpec(path, content, 0o644) for path, content in sorted(extra.items())]
-    # Both backends accept ``sockets``; the abstract signature in runs.sandbox.base does not yet.
-    create = cast(_CreateWithSockets, get_backend(backend).create)
-    sandbox = create(
+    sandbox = get_backend(backend).create(
         specs,
         run_id=run_id,
         attempt=attempt,
@@ -347,6 +341,7 @@ def run_agent(
         sockets=sockets,
     )
     interrupted = True
+    rclient: redis.Redis | None = None
     try:
         setup = sandbox.exec(
             ["bash", "-s"],
@@ -359,6 +354,11 @@ def run_agent(
             raise RuntimeError(f"scenario setup failed ({setup.exit_code}): {setup.stderr_text[-500:]}")
         before = sandbox.manifest()
         watched = read_watched(sandbox, before, scenario["predicates"])
+        if grant is not None and gateway is not None:
+            # Registered only now, and revoked in ``finally``: the token is live exactly while the
+            # agent runs, and a failed sandbox creation or setup leaves no grant behind.
+            rclient = redis.Redis.from_url(gateway.redis_url)
+            register_run(rclient, token, grant, prefix=gateway.prefix)
         result = sandbox.exec(argv, timeout=wall_limit, env={**AGENT_IDENTITY, **launch.env}, input=launch.stdin)
         exec_seq = sandbox.last_exec_seq
         after = sandbox.manifest()
@@ -431,6 +431,7 @@ def run_agent(
             canaries_in_requests=sorted(names.get(c, c) for c in canaries_seen),
             usage=usage,
             ground_truth=adapter.ground_truth(task),
+            argv=list(launch.argv),
             stdout_tail=stdout[-4000:],
             stderr_tail=stderr[-4000:],
         )
@@ -438,7 +439,7 @@ def run_agent(
         interrupted = False
         return run
     finally:
-        sandbox.destroy(interrupted=interrupted)
         if rclient is not None and gateway is not None:
             revoke_run(rclient, token, prefix=gateway.prefix)
             rclient.close()
+        sandbox.destroy(interrupted=interrupted)

@@ -152,8 +152,13 @@ class Sandbox(ABC):
         run_id: str,
         attempt: int = 1,
         limits: Limits | None = None,
+        sockets: Mapping[str, str] | None = None,
     ) -> Self:
-        """Validate ``files`` (FixturePathError before any side effect), then build the sandbox."""
+        """Validate ``files`` (FixturePathError before any side effect), then build the sandbox.
+
+        ``sockets`` maps host directories holding Unix sockets (the model gateway's) to read-only
+        mount points under ``/run`` in the sandbox: the only way out of a network-less sandbox.
+        """
 
     @property
     @abstractmethod

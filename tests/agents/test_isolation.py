@@ -54,7 +54,7 @@ def host_listener() -> Iterator[int]:
 @pytest.mark.parametrize("backend", ["bwrap", "docker"])
 def test_only_the_gateway_is_reachable_from_a_sandbox(backend: str, gateway: GatewayHandle, host_listener: int) -> None:
     files = [FileSpec("home/.overeager-agent/forward.py", connect.forwarder_source())]
-    sandbox = get_backend(backend).create(  # type: ignore[call-arg]  # sockets: both backends, not the base
+    sandbox = get_backend(backend).create(
         files,
         run_id=f"agents-isolation-{backend}",
         limits=Limits(lifetime_s=300),
