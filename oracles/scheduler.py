@@ -1,0 +1,493 @@
+"""SNARE stage 2: the Thompson-sampling campaign scheduler. Pure Python + NumPy: no Django.
+
+SNARE ("Adaptive Scenario Synthesis for Eliciting Overeager Behavior in Coding Agents", 2026,
+§ stage 2, "online adversarial sampling") spends a run budget N on one system under test. Every
+archetype × consent cell c keeps a conjugate Beta-Bernoulli posterior θ_c ~ Beta(α_c, β_c),
+initialised uniform. Each round draws θ̃_c ~ Beta(α_c, β_c) once per cell and fills K slots in
+two tiers:
+
+1. coverage — archetypes with fewer than q_floor runs get slots first;
+2. yield — the remaining slots go to the highest θ̃_c among cells with fewer than q_ceil runs.
+
+A drawn scenario is mutated by m ~ Uniform{1, 2} deterministic operators (prompt prepend, prompt
+append, sandbox file addition), run, and scored; only scored runs update a posterior.
+
+Interpretations the paper leaves open, decided here (each is repeated where the code does it):
+
+* "runs" in the floor and the ceiling are *projected* runs: scored plus in flight (issued and not
+  yet recorded, or queued for a retry) plus already allocated in this round. Counting only scored
+  runs would let one round pour all K slots into a cell that is one run short of its ceiling.
+* A retry (an invalid, unscored run) repeats the same scenario with the same mutations: it is
+  the same run re-attempted, not a new draw, so it holds its budget and does not consume new
+  randomness. After `max_attempts` invalid attempts the slot is dropped and its budget returns
+  to the pool, so a scenario that always breaks the sandbox cannot stall a campaign.
+* Randomness is keyed, not streamed: θ̃ comes from a generator seeded with (seed, round) and each
+  slot's draws from (seed, round, slot index). The state therefore needs no generator snapshot —
+  the round number *is* the rng position — and a campaign resumed from `Scheduler.to_dict()`
+  continues with exactly the allocations an uninterrupted run would have made.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+
+Cell = tuple[str, str]
+"""(archetype id, consent mode id)."""
+
+Tier = Literal["coverage", "yield"]
+
+OPERATORS: tuple[str, ...] = ("prompt_prepend", "prompt_append", "file_addition")
+STATE_VERSION = 1
+
+# Last words of the SeedSequence entropy: the per-round θ̃ stream and the per-slot streams must
+# never coincide, whatever the round and slot numbers.
+_THETA_STREAM = 0
+_SLOT_STREAM = 1
+_TEXT_STREAM = 2
+
+
+@dataclass(frozen=True)
+class CampaignParams:
+    """Campaign settings; defaults are SNARE's OVEREAGER-scale values (N=500, K=10, J=3, q_floor=15, q_ceil=30)."""
+
+    n: int = 500
+    k: int = 10
+    j: int = 3  # concurrent sandboxes per round; the executor uses it, the allocation does not
+    q_floor: int = 15
+    q_ceil: int = 30
+    m_choices: tuple[int, ...] = (1, 2)
+    seed: int = 0
+    max_attempts: int = 3
+    # Optional informative priors (α, β) per cell, e.g. carried over from an earlier campaign on a
+    # sibling SUT. Cells not listed start at the paper's uniform Beta(1, 1).
+    priors: Mapping[Cell, tuple[float, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.n < 0 or self.k < 1 or self.j < 1 or self.max_attempts < 1:
+            raise ValueError("n must be ≥ 0; k, j and max_attempts must be ≥ 1")
+        if not 0 <= self.q_floor <= self.q_ceil or self.q_ceil < 1:
+            raise ValueError("need 0 ≤ q_floor ≤ q_ceil and q_ceil ≥ 1")
+        if not self.m_choices or any(not 1 <= m <= len(OPERATORS) for m in self.m_choices):
+            raise ValueError(f"m_choices must be non-empty values in 1..{len(OPERATORS)}")
+        if self.seed < 0:
+            raise ValueError("seed must be ≥ 0 (it seeds numpy.random.SeedSequence)")
+        for cell, (a, b) in self.priors.items():
+            if not (a > 0 and b > 0):
+                raise ValueError(f"prior for {cell} must have α > 0 and β > 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "k": self.k,
+            "j": self.j,
+            "q_floor": self.q_floor,
+            "q_ceil": self.q_ceil,
+            "m_choices": list(self.m_choices),
+            "seed": self.seed,
+            "max_attempts": self.max_attempts,
+            "priors": [[a, c, float(ab[0]), float(ab[1])] for (a, c), ab in sorted(self.priors.items())],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CampaignParams:
+        return cls(
+            n=int(data["n"]),
+            k=int(data["k"]),
+            j=int(data["j"]),
+            q_floor=int(data["q_floor"]),
+            q_ceil=int(data["q_ceil"]),
+            m_choices=tuple(int(m) for m in data["m_choices"]),
+            seed=int(data["seed"]),
+            max_attempts=int(data["max_attempts"]),
+            priors={(str(a), str(c)): (float(al), float(be)) for a, c, al, be in data.get("priors", [])},
+        )
+
+
+@dataclass(frozen=True)
+class Mutations:
+    """The mutation plan of one slot: which operators (canonical order) and the seed that picks their texts."""
+
+    operators: tuple[str, ...]
+    seed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"operators": list(self.operators), "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Mutations:
+        return cls(operators=tuple(str(o) for o in data["operators"]), seed=int(data["seed"]))
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One allocated run. (round, index) is its identity; `attempt` is bumped on each retry."""
+
+    round: int
+    index: int
+    cell: Cell
+    scenario_id: str
+    mutations: Mutations
+    tier: Tier
+    attempt: int = 1
+    repeat: bool = False  # the cell had no unused scenario left: drawn with replacement
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.round, self.index)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "round": self.round,
+            "index": self.index,
+            "archetype": self.cell[0],
+            "consent": self.cell[1],
+            "scenario_id": self.scenario_id,
+            "mutations": self.mutations.to_dict(),
+            "tier": self.tier,
+            "attempt": self.attempt,
+            "repeat": self.repeat,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Slot:
+        tier = data["tier"]
+        if tier not in ("coverage", "yield"):
+            raise ValueError(f"unknown tier {tier!r}")
+        return cls(
+            round=int(data["round"]),
+            index=int(data["index"]),
+            cell=(str(data["archetype"]), str(data["consent"])),
+            scenario_id=str(data["scenario_id"]),
+            mutations=Mutations.from_dict(data["mutations"]),
+            tier=tier,
+            attempt=int(data["attempt"]),
+            repeat=bool(data["repeat"]),
+        )
+
+
+@dataclass
+class _CellState:
+    alpha: float
+    beta: float
+    scored: int = 0
+    triggers: int = 0
+    used: set[str] = field(default_factory=set)
+
+
+class Scheduler:
+    """The campaign's allocation state. Drive it with `next_round(pool)` and `record(slot, outcome)`."""
+
+    def __init__(self, params: CampaignParams | None = None) -> None:
+        self.params = params or CampaignParams()
+        self.round = 0
+        self.cells: dict[Cell, _CellState] = {}
+        self.archetype_scored: dict[str, int] = defaultdict(int)
+        self.scored = 0
+        self.triggers = 0
+        self.outstanding: dict[tuple[int, int], Slot] = {}  # issued, verdict not yet recorded
+        self.retry_queue: list[Slot] = []  # invalid, waiting for the next round
+        self.dropped: list[Slot] = []  # invalid max_attempts times; budget returned
+
+    # -- queries ------------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.scored >= self.params.n
+
+    @property
+    def remaining(self) -> int:
+        """Budget not yet scored, issued or queued for a retry."""
+        return self.params.n - self.scored - len(self.outstanding) - len(self.retry_queue)
+
+    def posterior(self, cell: Cell) -> tuple[float, float]:
+        state = self.cells.get(cell)
+        return (state.alpha, state.beta) if state else self._prior(cell)
+
+    def cell_scored(self, cell: Cell) -> int:
+        state = self.cells.get(cell)
+        return state.scored if state else 0
+
+    # -- allocation ---------------------------------------------------------------------------
+
+    def next_round(self, pool: Mapping[Cell, Sequence[str]]) -> list[Slot]:
+        """Allocate the next round: queued retries first, then new slots, coverage before yield.
+
+        Returns [] without advancing the round when nothing can be issued (campaign done, or the
+        whole remaining budget is in flight), so an idle poll never shifts the seeded sequence.
+        """
+        p = self.params
+        if self.done:
+            return []
+        cells = sorted(c for c, ids in pool.items() if ids)
+        slots = self.retry_queue[: p.k]
+        self.retry_queue = self.retry_queue[p.k :]
+        for s in slots:
+            self.outstanding[s.key] = s
+        n_new = min(p.k - len(slots), self.remaining)
+        if n_new > 0 and not cells:
+            raise ValueError("the pool has no scenarios to allocate")
+        if not slots and n_new <= 0:
+            return []
+        if n_new > 0:
+            fresh = self._allocate(cells, pool, n_new)
+            self.outstanding.update((s.key, s) for s in fresh)
+            slots.extend(fresh)
+        self.round += 1
+        return slots
+
+    def _allocate(self, cells: list[Cell], pool: Mapping[Cell, Sequence[str]], n_new: int) -> list[Slot]:
+        p = self.params
+        for c in cells:
+            if c not in self.cells:
+                alpha, beta = self._prior(c)
+                self.cells[c] = _CellState(alpha=alpha, beta=beta)
+        # One θ̃ draw per cell per round (SNARE: "at each round, the scheduler draws θ̃_c^(t)"), in
+        # sorted cell order so the draw does not depend on the pool mapping's iteration order.
+        rng = np.random.default_rng([p.seed, self.round, _THETA_STREAM])
+        draws = rng.beta([self.cells[c].alpha for c in cells], [self.cells[c].beta for c in cells])
+        theta = dict(zip(cells, (float(t) for t in draws), strict=True))
+
+        # Projected loads: scored + in flight. Allocations made below are added as they happen.
+        cell_load = {c: self.cells[c].scored for c in cells}
+        arch_load = {c[0]: self.archetype_scored.get(c[0], 0) for c in cells}
+        for s in (*self.outstanding.values(), *self.retry_queue):
+            if s.cell in cell_load:
+                cell_load[s.cell] += 1
+            if s.cell[0] in arch_load:
+                arch_load[s.cell[0]] += 1
+        by_arch: dict[str, list[Cell]] = defaultdict(list)
+        for c in cells:
+            by_arch[c[0]].append(c)
+
+        out: list[Slot] = []
+        for index in range(n_new):
+            tier: Tier
+            below = [a for a in by_arch if arch_load[a] < p.q_floor]
+            if below:
+                tier = "coverage"
+                # Fewest projected runs first, so coverage advances round-robin across
+                # archetypes; ties go to the archetype whose best cell has the highest θ̃ (the
+                # draw, not the name, decides), then to the smaller archetype id.
+                fewest = min(arch_load[a] for a in below)
+                tied = sorted(a for a in below if arch_load[a] == fewest)
+                best = [(self._best_cell(by_arch[a], theta, cell_load), a) for a in tied]
+                cell = max(best, key=lambda ca: theta[ca[0]])[0]
+            else:
+                tier = "yield"
+                cell = self._best_cell(cells, theta, cell_load)
+            out.append(self._make_slot(cell, pool[cell], index, tier))
+            cell_load[cell] += 1
+            arch_load[cell[0]] += 1
+        return out
+
+    def _best_cell(self, candidates: Sequence[Cell], theta: Mapping[Cell, float], load: Mapping[Cell, int]) -> Cell:
+        """Highest θ̃ among candidates under the ceiling; ties → fewer projected runs → smaller cell.
+
+        When every candidate is at q_ceil the ceiling is relaxed, not enforced: it is raised to the
+        next multiple of q_ceil above the least-loaded candidate. Stalling would leave budget
+        unspent, and raising in steps (instead of dropping the ceiling) keeps the spread the
+        ceiling exists for. At the defaults this never happens (120 cells × 30 ≫ 500).
+        """
+        ceiling = self.params.q_ceil
+        lowest = min(load[c] for c in candidates)
+        if lowest >= ceiling:
+            ceiling *= lowest // ceiling + 1
+        # `candidates` is sorted and max() keeps the first maximum: equal keys go to the smaller cell.
+        return max((c for c in candidates if load[c] < ceiling), key=lambda c: (theta[c], -load[c]))
+
+    def _make_slot(self, cell: Cell, scenario_ids: Sequence[str], index: int, tier: Tier) -> Slot:
+        p = self.params
+        rng = np.random.default_rng([p.seed, self.round, _SLOT_STREAM, index])
+        # Mutations are drawn before the scenario so they depend on (seed, round, index) only,
+        # never on how many scenarios the cell's pool holds.
+        m = int(rng.choice(p.m_choices))
+        ops = sorted(int(i) for i in rng.choice(len(OPERATORS), size=m, replace=False))
+        mutations = Mutations(operators=tuple(OPERATORS[i] for i in ops), seed=int(rng.integers(0, 2**32)))
+
+        # Sorted ids: the draw must not depend on the order the database returned the pool in.
+        ids = sorted(set(scenario_ids))
+        used = self.cells[cell].used
+        unused = [s for s in ids if s not in used]
+        repeat = not unused
+        # A repeat differs from its earlier runs through its mutations: a fresh (round, index)
+        # gives a fresh operator set and text seed.
+        choices = ids if repeat else unused
+        scenario_id = choices[int(rng.integers(len(choices)))]
+        used.add(scenario_id)  # at allocation, so two slots of one round never share a scenario
+        return Slot(
+            round=self.round,
+            index=index,
+            cell=cell,
+            scenario_id=scenario_id,
+            mutations=mutations,
+            tier=tier,
+            repeat=repeat,
+        )
+
+    # -- outcomes -----------------------------------------------------------------------------
+
+    def record(self, slot: Slot, outcome: bool | None) -> None:
+        """Record a run's verdict: True/False update the cell's posterior, None (invalid) re-queues it.
+
+        The attempt number acts as a fencing token: a verdict for an attempt that is no longer
+        the outstanding one (a duplicate, or a late answer from a superseded attempt) is refused.
+        """
+        current = self.outstanding.get(slot.key)
+        if current is None or current.attempt != slot.attempt:
+            raise ValueError(f"slot {slot.key} attempt {slot.attempt} is not outstanding")
+        del self.outstanding[slot.key]
+        if outcome is None:
+            # Infrastructure failures are retried, never counted (SNARE: posteriors update on
+            # scored runs only, so an invalid run must not read as "no trigger").
+            retry = replace(current, attempt=current.attempt + 1)
+            if retry.attempt > self.params.max_attempts:
+                self.dropped.append(current)
+            else:
+                self.retry_queue.append(retry)
+            return
+        state = self.cells.get(slot.cell)
+        if state is None:
+            alpha, beta = self._prior(slot.cell)
+            state = self.cells[slot.cell] = _CellState(alpha=alpha, beta=beta)
+        hit = bool(outcome)
+        state.alpha += hit
+        state.beta += not hit
+        state.scored += 1
+        state.triggers += hit
+        self.archetype_scored[slot.cell[0]] += 1
+        self.scored += 1
+        self.triggers += hit
+
+    def _prior(self, cell: Cell) -> tuple[float, float]:
+        a, b = self.params.priors.get(cell, (1.0, 1.0))
+        return float(a), float(b)
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able snapshot; `from_dict(to_dict())` resumes exactly where this state stands."""
+        return {
+            "version": STATE_VERSION,
+            "params": self.params.to_dict(),
+            "round": self.round,
+            "scored": self.scored,
+            "triggers": self.triggers,
+            "cells": [
+                {
+                    "archetype": c[0],
+                    "consent": c[1],
+                    "alpha": s.alpha,
+                    "beta": s.beta,
+                    "scored": s.scored,
+                    "triggers": s.triggers,
+                    "used": sorted(s.used),
+                }
+                for c, s in sorted(self.cells.items())
+            ],
+            "archetype_scored": dict(sorted(self.archetype_scored.items())),
+            "outstanding": [s.to_dict() for _, s in sorted(self.outstanding.items())],
+            "retry_queue": [s.to_dict() for s in self.retry_queue],
+            "dropped": [s.to_dict() for s in self.dropped],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scheduler:
+        if data.get("version") != STATE_VERSION:
+            raise ValueError(f"unsupported scheduler state version {data.get('version')!r}")
+        sched = cls(CampaignParams.from_dict(data["params"]))
+        sched.round = int(data["round"])
+        sched.scored = int(data["scored"])
+        sched.triggers = int(data["triggers"])
+        for row in data["cells"]:
+            sched.cells[(str(row["archetype"]), str(row["consent"]))] = _CellState(
+                alpha=float(row["alpha"]),
+                beta=float(row["beta"]),
+                scored=int(row["scored"]),
+                triggers=int(row["triggers"]),
+                used={str(s) for s in row["used"]},
+            )
+        sched.archetype_scored.update({str(a): int(n) for a, n in data["archetype_scored"].items()})
+        sched.outstanding = {s.key: s for s in map(Slot.from_dict, data["outstanding"])}
+        sched.retry_queue = [Slot.from_dict(s) for s in data["retry_queue"]]
+        sched.dropped = [Slot.from_dict(s) for s in data["dropped"]]
+        # A hand-edited or truncated snapshot would silently skew coverage; refuse it instead.
+        per_arch: dict[str, int] = defaultdict(int)
+        for (a, _), s in sched.cells.items():
+            per_arch[a] += s.scored
+        if sum(per_arch.values()) != sched.scored or any(
+            sched.archetype_scored.get(a, 0) != n for a, n in per_arch.items()
+        ):
+            raise ValueError("scheduler state is inconsistent: scored counts disagree")
+        return sched
+
+
+# -- mutation operators -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mutated:
+    prompt: str
+    files: list[dict[str, Any]]
+    applied: list[dict[str, str]]  # [{"operator", "id"}] in application order, for the run's record
+
+
+def apply_mutations(
+    prompt: str,
+    files: Sequence[Mapping[str, Any]],
+    mutations: Mutations,
+    texts: Mapping[str, Sequence[Mapping[str, str]]],
+    *,
+    taken_paths: Iterable[str] = (),
+) -> Mutated:
+    """Apply a slot's mutation operators to a materialised scenario (SNARE's operator family Φ).
+
+    `texts` is the mutations library (pool/libraries/mutations.yaml): prompt_prepend and
+    prompt_append entries carry `text`, file_addition entries `path` and `content`. Each operator
+    picks its entry with a generator seeded by (mutations.seed, operator), so the result depends
+    only on the plan and the curated lists. A file addition never overwrites: when the picked
+    path already exists — in `files`, in `taken_paths` (e.g. the seed repository's own files,
+    root-prefixed) or from an earlier addition — the next entry in list order is tried, and if
+    every path is taken the operator is skipped rather than clobber a file the oracle relies on.
+    Inputs are not modified.
+    """
+    out_prompt = prompt
+    out_files = {str(f["path"]): dict(f) for f in files}
+    taken = set(out_files) | set(taken_paths)
+    applied: list[dict[str, str]] = []
+    for op in OPERATORS:  # canonical order, whatever order the plan lists them in
+        if op not in mutations.operators:
+            continue
+        entries = texts.get(op, [])
+        if not entries:
+            raise ValueError(f"the mutations library has no {op} entries")
+        rng = np.random.default_rng([mutations.seed, _TEXT_STREAM, OPERATORS.index(op)])
+        start = int(rng.integers(len(entries)))
+        if op == "file_addition":
+            for offset in range(len(entries)):
+                entry = entries[(start + offset) % len(entries)]
+                if entry["path"] not in taken:
+                    out_files[entry["path"]] = {
+                        "path": entry["path"],
+                        "content": entry["content"],
+                        "mode": "0644",
+                        "symlink": "",
+                    }
+                    taken.add(entry["path"])
+                    applied.append({"operator": op, "id": entry["id"]})
+                    break
+            continue
+        entry = entries[start]
+        text = entry["text"].strip()
+        if op == "prompt_prepend":
+            out_prompt = f"{text}\n\n{out_prompt}"
+        else:
+            # Keep the prompt's trailing newline(s) at the very end, after the appended text.
+            body = out_prompt.rstrip("\n")
+            out_prompt = f"{body}\n\n{text}{out_prompt[len(body) :]}"
+        applied.append({"operator": op, "id": entry["id"]})
+    return Mutated(prompt=out_prompt, files=[out_files[p] for p in sorted(out_files)], applied=applied)

@@ -1,0 +1,271 @@
+"""oracles.statistics: intervals, contrasts, re-weighting and the decomposition against planted truth."""
+
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+
+import numpy as np
+import pytest
+from scipy.stats import false_discovery_control, fisher_exact
+
+from oracles.statistics import (
+    Counts,
+    decompose,
+    decompose_counts,
+    noise_weights,
+    pairwise_contrasts,
+    planted_matrix,
+    rates,
+    rates_by,
+    tally,
+    uniform_mix_rate,
+    variance_shares,
+    wilson,
+    wilson_closed_form,
+)
+
+PAPER_SHARES = np.array([0.561, 0.208, 0.231])
+
+
+def _draw_planted(rng: np.random.Generator) -> np.ndarray:
+    while True:
+        shares = rng.dirichlet(30 * PAPER_SHARES)
+        try:
+            return planted_matrix(
+                shares, rng, mean=rng.uniform(0.15, 0.30), spread=rng.uniform(0.06, 0.14), max_tries=50
+            )
+        except ValueError:
+            continue
+
+
+# Wilson -------------------------------------------------------------------------------------------
+
+
+def test_wilson_reproduces_the_papers_intervals():
+    # SNARE: Claude Code × Sonnet-4.6 19.60% [16.36, 23.31]; Gemini CLI × GPT-5.3-Codex 4.80% [3.25, 7.04].
+    claude = wilson(98, 500)
+    gemini = wilson(24, 500)
+    assert claude.rate == pytest.approx(0.196)
+    assert (round(claude.low * 100, 2), round(claude.high * 100, 2)) == (16.36, 23.31)
+    assert (round(gemini.low * 100, 2), round(gemini.high * 100, 2)) == (3.25, 7.04)
+
+
+def test_wilson_matches_a_hand_computed_example():
+    # 8 of 20, z = 1.959964: centre = (0.4 + z²/40) / (1 + z²/20), half = z/(1 + z²/20)·sqrt(0.24/20 + z²/1600)
+    z = 1.959963984540054
+    denom = 1 + z * z / 20
+    centre = (0.4 + z * z / 40) / denom
+    half = z / denom * math.sqrt(0.4 * 0.6 / 20 + z * z / 1600)
+    assert (centre - half, centre + half) == pytest.approx((0.2188, 0.6134), abs=5e-5)
+    rate = wilson(8, 20)
+    assert (rate.low, rate.high) == pytest.approx((centre - half, centre + half), abs=1e-12)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (1, 1), (3, 7), (0, 40), (40, 40), (137, 500)])
+def test_scipy_wilson_agrees_with_the_closed_form(k, n):
+    rate = wilson(k, n)
+    assert (rate.low, rate.high) == pytest.approx(wilson_closed_form(k / n, n), abs=1e-12)
+
+
+def test_no_runs_give_no_rate_and_the_uninformative_interval():
+    rate = wilson(0, 0)
+    assert rate.rate is None
+    assert (rate.low, rate.high) == (0.0, 1.0)
+    assert wilson_closed_form(0.0, 0) == (0.0, 1.0)
+
+
+def test_all_successes_reach_one_and_no_successes_reach_zero():
+    every = wilson(12, 12)
+    assert every.rate == 1.0 and every.high == pytest.approx(1.0) and every.low < 1.0
+    none = wilson(0, 12)
+    assert none.rate == 0.0 and none.low == pytest.approx(0.0) and none.high > 0.0
+
+
+def test_counts_reject_impossible_tallies():
+    with pytest.raises(ValueError):
+        Counts(5, 4)
+    with pytest.raises(ValueError):
+        Counts(-1, 4)
+
+
+# Per-cell and per-archetype rates ------------------------------------------------------------------
+
+
+def test_cells_are_tallied_and_pooled_by_archetype():
+    outcomes = [
+        (("creds", "silent"), True),
+        (("creds", "silent"), False),
+        (("creds", "deny"), True),
+        (("rm", "silent"), False),
+    ]
+    cells = tally(outcomes)
+    assert cells == {("creds", "silent"): Counts(1, 2), ("creds", "deny"): Counts(1, 1), ("rm", "silent"): Counts(0, 1)}
+    assert rates(cells)[("creds", "silent")].rate == 0.5
+    by_archetype = rates_by(cells, lambda cell: cell[0])
+    assert (by_archetype["creds"].successes, by_archetype["creds"].n) == (2, 3)
+    assert by_archetype["rm"].rate == 0.0
+
+
+# Uniform cell mix -----------------------------------------------------------------------------------
+
+
+def test_reweighted_rate_equals_raw_rate_when_cells_are_balanced():
+    cells = {("a", "silent"): Counts(3, 10), ("a", "deny"): Counts(7, 10), ("b", "silent"): Counts(0, 10)}
+    mix = uniform_mix_rate(cells)
+    assert mix.uniform == pytest.approx(mix.raw.rate)
+    assert (mix.low, mix.high) == pytest.approx((mix.raw.low, mix.raw.high))
+    assert mix.effective_n == pytest.approx(30)
+
+
+def test_reweighting_removes_the_oversampling_of_high_yield_cells():
+    # The scheduler spent 90 runs on a 60% cell and 10 on a 10% cell: raw 55%, uniform mix 35%.
+    cells = {"hot": Counts(54, 90), "cold": Counts(1, 10)}
+    mix = uniform_mix_rate(cells, all_cells=["hot", "cold", "never-run"])
+    assert mix.raw.rate == pytest.approx(0.55)
+    assert mix.uniform == pytest.approx(0.35)
+    assert mix.low < 0.35 < mix.high
+    assert mix.effective_n == pytest.approx(1 / (0.25 / 90 + 0.25 / 10))
+    assert (mix.cells_with_data, mix.cells_without_data) == (2, 1)
+    assert "raw_rate (as sampled)" in mix.as_dict()
+
+
+def test_reweighted_rate_without_data_is_none():
+    mix = uniform_mix_rate({"a": Counts(0, 0)})
+    assert mix.uniform is None and (mix.low, mix.high) == (0.0, 1.0) and mix.cells_without_data == 1
+
+
+# Pairwise contrasts ---------------------------------------------------------------------------------
+
+
+def test_contrasts_match_scipy_fisher_and_bh():
+    pairs = {("oh", "glm"): Counts(286, 500), ("cc", "sonnet"): Counts(98, 500), ("gem", "codex"): Counts(24, 500)}
+    table = pairwise_contrasts(pairs)
+    assert [(c.pair_a, c.pair_b) for c in table] == [
+        (("oh", "glm"), ("cc", "sonnet")),
+        (("oh", "glm"), ("gem", "codex")),
+        (("cc", "sonnet"), ("gem", "codex")),
+    ]
+    expected = [
+        fisher_exact([[a.successes, a.n - a.successes], [b.successes, b.n - b.successes]])
+        for a, b in [
+            (pairs[("oh", "glm")], pairs[("cc", "sonnet")]),
+            (pairs[("oh", "glm")], pairs[("gem", "codex")]),
+            (pairs[("cc", "sonnet")], pairs[("gem", "codex")]),
+        ]
+    ]
+    qs = false_discovery_control([r.pvalue for r in expected], method="bh")
+    for contrast, result, q in zip(table, expected, qs, strict=True):
+        assert contrast.p == pytest.approx(result.pvalue)
+        assert contrast.odds_ratio == pytest.approx(result.statistic)
+        assert contrast.q == pytest.approx(q)
+        assert contrast.significant == (q <= 0.05)
+    assert table[0].rate_a == pytest.approx(0.572) and table[0].significant
+
+
+def test_bh_q_values_are_monotone_in_p_and_never_below_p():
+    rng = np.random.default_rng(7)
+    pairs = {f"pair{i}": Counts(int(k), 60) for i, k in enumerate(rng.integers(5, 30, size=8))}
+    table = sorted(pairwise_contrasts(pairs), key=lambda c: c.p)
+    assert len(table) == 28
+    assert all(c.q >= c.p - 1e-15 for c in table)
+    assert all(earlier.q <= later.q + 1e-15 for earlier, later in pairwise(table))
+
+
+def test_a_single_pair_has_no_contrasts():
+    assert pairwise_contrasts({"only": Counts(3, 10)}) == []
+    assert pairwise_contrasts({"only": Counts(3, 10), "empty": Counts(0, 0)}) == []
+    assert pairwise_contrasts({}) == []
+
+
+def test_identical_all_success_pairs_are_not_significant():
+    (contrast,) = pairwise_contrasts({"a": Counts(5, 5), "b": Counts(5, 5)})
+    assert contrast.p == 1.0 and not contrast.significant
+
+
+# Decomposition ---------------------------------------------------------------------------------------
+
+
+def test_noise_free_additive_matrix_has_no_interaction_and_the_planted_main_effects():
+    rows = np.array([-0.1, 0.0, 0.05, 0.05])
+    cols = np.array([0.04, -0.02, -0.02, 0.0, 0.0])
+    matrix = 0.3 + rows[:, None] + cols[None, :]
+    ss_f, ss_m = 5 * (rows**2).sum(), 4 * (cols**2).sum()
+    shares = variance_shares(matrix)
+    assert shares == pytest.approx([ss_f / (ss_f + ss_m), ss_m / (ss_f + ss_m), 0.0], abs=1e-12)
+
+
+def test_planted_matrix_has_exactly_the_planted_shares():
+    matrix = planted_matrix([0.561, 0.208, 0.231], np.random.default_rng(3))
+    assert matrix.shape == (4, 5)
+    assert variance_shares(matrix) == pytest.approx([0.561, 0.208, 0.231], abs=1e-12)
+
+
+def test_noise_weights_sum_to_the_noise_degrees_of_freedom():
+    weights = noise_weights(4, 5)
+    assert weights == pytest.approx((0.15, 0.20, 0.60))
+    assert sum(weights) == pytest.approx(1 - 1 / 20)
+
+
+def test_decomposition_is_guarded_below_two_by_two():
+    assert decompose({("fw", "model"): Counts(3, 10)}) is None
+    assert decompose({("fw", "m1"): Counts(3, 10), ("fw", "m2"): Counts(5, 10)}) is None
+    assert decompose_counts(np.array([[3]]), np.array([[10]])) is None
+
+
+def test_decomposition_refuses_a_pair_without_runs():
+    with pytest.raises(ValueError, match="at least one scored run"):
+        decompose_counts(np.array([[1, 2], [3, 0]]), np.array([[10, 10], [10, 0]]))
+
+
+def test_a_flat_matrix_has_no_shares_to_apportion():
+    shares = variance_shares(np.full((3, 3), 0.2))
+    assert np.isnan(shares).all()
+
+
+def test_decompose_reports_three_shares_with_intervals():
+    rng = np.random.default_rng(11)
+    truth = planted_matrix([0.561, 0.208, 0.231], rng)
+    k = rng.binomial(500, truth)
+    counts = {(f"fw{i}", f"m{j}"): Counts(int(k[i, j]), 500) for i in range(4) for j in range(5)}
+    result = decompose(counts, n_boot=500, seed=1)
+    assert result is not None
+    assert result.frameworks == ("fw0", "fw1", "fw2", "fw3") and len(result.models) == 5
+    assert sum(s.corrected for s in result.shares) == pytest.approx(1.0)
+    assert sum(s.raw for s in result.shares) == pytest.approx(1.0)
+    for share in result.shares:
+        assert 0.0 <= share.low <= share.corrected <= share.high <= 1.0
+    # Binomial noise inflates the raw interaction share; the correction takes some of it back.
+    assert result.interaction.corrected < result.interaction.raw
+
+
+def test_bootstrap_intervals_cover_planted_shares_at_500_runs_per_pair():
+    rng = np.random.default_rng(20260527)
+    matrices = 60
+    covered = np.zeros(3)
+    bias_raw = np.zeros(3)
+    bias_corrected = np.zeros(3)
+    for index in range(matrices):
+        truth_matrix = _draw_planted(rng)
+        truth = variance_shares(truth_matrix)
+        n = np.full((4, 5), 500)
+        table = decompose_counts(rng.binomial(n, truth_matrix), n, n_boot=1000, seed=index)
+        raw, corrected, low, high = table.T
+        covered += (low <= truth) & (truth <= high)
+        bias_raw += raw - truth
+        bias_corrected += corrected - truth
+    assert (covered / matrices >= 0.80).all(), covered / matrices
+    # The correction removes most of the interaction's upward noise bias.
+    assert bias_raw[2] > 0
+    assert abs(bias_corrected[2]) < abs(bias_raw[2])
+
+
+def test_shares_are_within_two_points_at_5000_runs_per_pair():
+    rng = np.random.default_rng(5000)
+    errors = []
+    for index in range(30):
+        truth_matrix = _draw_planted(rng)
+        n = np.full((4, 5), 5000)
+        table = decompose_counts(rng.binomial(n, truth_matrix), n, n_boot=200, seed=index)
+        errors.append(np.abs(table[:, 1] - variance_shares(truth_matrix)))
+    assert (np.median(errors, axis=0) <= 0.02).all(), np.median(errors, axis=0)
