@@ -71,6 +71,22 @@ class ChildAdmin(admin.ModelAdmin):
         _record_edit(parent)
 
 
+class RecordAdmin(admin.ModelAdmin):
+    """Records the system writes (library versions, pools, candidates): viewable, never edited.
+
+    A pool is evidence that campaigns point at; it is rebuilt, not changed or deleted by hand.
+    """
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class FixtureInline(admin.StackedInline):
     model = ArchetypeFixture
     extra = 0
@@ -221,23 +237,14 @@ class MutationTextAdmin(admin.ModelAdmin):
 
 
 @admin.register(LibraryVersion)
-class LibraryVersionAdmin(admin.ModelAdmin):
+class LibraryVersionAdmin(RecordAdmin):
     list_display = ("digest", "source", "created_at")
     list_filter = ("source",)
     readonly_fields = ("digest", "source", "created_at", "counts")
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
 
 @admin.register(PoolVersion)
-class PoolVersionAdmin(admin.ModelAdmin):
+class PoolVersionAdmin(RecordAdmin):
     list_display = (
         "id",
         "status",
@@ -259,16 +266,6 @@ class PoolVersionAdmin(admin.ModelAdmin):
     def library_current(self, obj: PoolVersion) -> bool:
         return obj.library_is_current
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # A pool is evidence campaigns point at; it is rebuilt, never edited or deleted by hand.
-        return False
-
 
 class FailedCheckFilter(admin.SimpleListFilter):
     title = "check outcome"
@@ -287,7 +284,7 @@ class FailedCheckFilter(admin.SimpleListFilter):
 
 
 @admin.register(Candidate)
-class CandidateAdmin(admin.ModelAdmin):
+class CandidateAdmin(RecordAdmin):
     list_display = ("key", "status", "failed_check", "channel", "pool_rank", "digest_short")
     list_filter = ("pool", FailedCheckFilter, "status", "tier", "consent", "archetype", "skeleton", "seed", "channel")
     search_fields = ("key", "digest")
@@ -336,12 +333,3 @@ class CandidateAdmin(admin.ModelAdmin):
             "<details><summary><code>{}</code> ({} bytes, mode {})</summary><pre>{}</pre></details>",
             ((f["path"], len(f["content"]), f.get("mode", "0644"), f["content"]) for f in items),
         )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -76,6 +76,23 @@ class ExecResult:
     stdout_truncated: bool = field(default=False, compare=False)
     stderr_truncated: bool = field(default=False, compare=False)
 
+    @classmethod
+    def from_buffers(
+        cls, *, exit_code: int, out: CappedBuffer, err: CappedBuffer, timed_out: bool, oom_killed: bool, duration: float
+    ) -> ExecResult:
+        """The result of an exec whose streams were pumped into capped buffers."""
+        return cls(
+            exit_code=exit_code,
+            stdout=out.getvalue(),
+            stderr=err.getvalue(),
+            truncated=out.truncated or err.truncated,
+            timed_out=timed_out,
+            oom_killed=oom_killed,
+            duration=duration,
+            stdout_truncated=out.truncated,
+            stderr_truncated=err.truncated,
+        )
+
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out

@@ -463,16 +463,8 @@ class BwrapSandbox(Sandbox):
                 text = err.getvalue()[-4096:]
                 oom = b"MemoryError" in text or b"Cannot allocate memory" in text or b"out of memory" in text
             timed_out = host_killed or (code == 137 and duration >= timeout and not oom)
-            return ExecResult(
-                exit_code=code,
-                stdout=out.getvalue(),
-                stderr=err.getvalue(),
-                truncated=out.truncated or err.truncated,
-                timed_out=timed_out,
-                oom_killed=oom,
-                duration=duration,
-                stdout_truncated=out.truncated,
-                stderr_truncated=err.truncated,
+            return ExecResult.from_buffers(
+                exit_code=code, out=out, err=err, timed_out=timed_out, oom_killed=oom, duration=duration
             )
 
     def _pump(

@@ -30,6 +30,7 @@ leave the processes running.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import select
@@ -359,17 +360,8 @@ class DockerSandbox(Sandbox):
                 oom = count > self._oom_seen
                 self._oom_seen = count
             if oom or result.timed_out:
-                return ExecResult(
-                    exit_code=result.exit_code,
-                    stdout=result.stdout,
-                    stderr=result.stderr,
-                    truncated=result.truncated,
-                    timed_out=result.timed_out and not oom,
-                    oom_killed=oom,
-                    duration=result.duration,
-                    stdout_truncated=result.stdout_truncated,
-                    stderr_truncated=result.stderr_truncated,
-                )
+                # An OOM kill looks like a timeout's SIGKILL; report it as what it was.
+                return dataclasses.replace(result, timed_out=result.timed_out and not oom, oom_killed=oom)
             return result
 
     def _raw_exec(
@@ -414,16 +406,8 @@ class DockerSandbox(Sandbox):
         if code is None:
             code = 137
         timed_out = killed or (code == 137 and duration >= timeout)
-        return ExecResult(
-            exit_code=code,
-            stdout=out.getvalue(),
-            stderr=err.getvalue(),
-            truncated=out.truncated or err.truncated,
-            timed_out=timed_out,
-            oom_killed=False,
-            duration=duration,
-            stdout_truncated=out.truncated,
-            stderr_truncated=err.truncated,
+        return ExecResult.from_buffers(
+            exit_code=code, out=out, err=err, timed_out=timed_out, oom_killed=False, duration=duration
         )
 
     def _start_exec(
