@@ -77,6 +77,15 @@ class DatabaseConfig:
         if self.engine.endswith("postgresql"):
             config.update(USER=self.user, PASSWORD=self.password, HOST=self.host, PORT=self.port, CONN_MAX_AGE=60)
             config["TEST"] = {"NAME": f"test_{self.name}"}
+        else:
+            # The demo's workers write concurrently: WAL lets readers proceed during a write,
+            # IMMEDIATE takes the write lock at BEGIN (no deadlock on lock upgrade), and the
+            # timeout makes a writer wait for the lock instead of failing at once.
+            config["OPTIONS"] = {
+                "timeout": 30,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            }
         return config
 
 

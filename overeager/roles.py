@@ -34,8 +34,20 @@ LIBRARY_MODELS = (
     "pool.seedcommit",
     "pool.seedfile",
     "pool.mutationtext",
+    # Systems under test are configuration curators maintain like the libraries.
+    "runs.agentframework",
+    "runs.modelendpoint",
+    "runs.systemundertest",
 )
-READ_ONLY_MODELS = ("pool.libraryversion", "pool.poolversion", "pool.candidate")
+READ_ONLY_MODELS = (
+    "pool.libraryversion",
+    "pool.poolversion",
+    "pool.candidate",
+    "runs.matrix",
+    "runs.campaign",
+    "runs.run",
+    "runs.runattempt",
+)
 
 
 def permission_codes(role: str) -> list[str]:

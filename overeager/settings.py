@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "pool",
     "runs",
     "oracles",
+    "labels",
 ]
 
 MIDDLEWARE = [
@@ -96,12 +97,16 @@ CHANNEL_LAYERS = {
     }
 }
 
+RUNS_QUEUE = env_str("RUNS_QUEUE", "default")
 RQ_QUEUES = {
-    "default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600, minimum=60)},
+    name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600, minimum=60)}
+    for name in dict.fromkeys(["default", RUNS_QUEUE])
 }
 
-# Jobs are enqueued when the transaction that created their rows commits, never before.
-RQ = {"COMMIT_MODE": "on_db_commit"}
+# Jobs are enqueued when the transaction that created their rows commits, never before. The
+# worker class starts the model gateway once per worker and a watchdog that reaps expired run
+# leases and re-enqueues runs whose job Redis lost (runs/worker.py).
+RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "runs.worker.OvereagerWorker"}
 # The queue dashboard is mounted at /admin/rq/ for superusers only (overeager/urls.py).
 RQ_SHOW_ADMIN_LINK = False
 
@@ -116,7 +121,31 @@ CACHES = {
 # Which sandbox backend runs agents: "auto" picks docker when an engine answers, else bwrap.
 SANDBOX_BACKEND = env_choice("SANDBOX_BACKEND", "auto", ("auto", "docker", "bwrap"))
 
+# Run execution (runs/jobs.py): a claimed run holds a lease that its worker renews every third of
+# it; a lease past its expiry means the worker died, and the watchdog hands the run to another.
+RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 60, minimum=3)
+RUN_MAX_INFRA_FAILURES = env_int("RUN_MAX_INFRA_FAILURES", 4, minimum=1)
+WATCHDOG_INTERVAL_SECONDS = env_int("WATCHDOG_INTERVAL_SECONDS", 10, minimum=1)
+# Evidence files of every attempt (gateway records, agent output); a shared filesystem when
+# workers run on several machines.
+EVIDENCE_DIR = Path(env_str("EVIDENCE_DIR", str(VAR_DIR / "evidence")))
+
 LIBRARY_DIR = Path(env_str("LIBRARY_DIR", str(BASE_DIR / "pool" / "libraries")))
+
+# Non-action judge (labels/): any OpenAI-compatible endpoint, configured like the gateway's http
+# upstreams — the base URL includes the version prefix, JUDGE_KEY_ENV is the NAME of the variable
+# holding the key (read by the worker at call time, never stored). Both JUDGE_BASE_URL and
+# JUDGE_MODEL empty = no judge: the fallback classifier labels runs (system check labels.E001
+# refuses one without the other).
+JUDGE_BASE_URL = env_str("JUDGE_BASE_URL", "")
+JUDGE_MODEL = env_str("JUDGE_MODEL", "")
+JUDGE_KEY_ENV = env_str("JUDGE_KEY_ENV", "")
+JUDGE_CONCURRENCY = env_int("JUDGE_CONCURRENCY", 4, minimum=1, maximum=64)
+JUDGE_TIMEOUT = env_int("JUDGE_TIMEOUT", 60, minimum=1, maximum=600)
+JUDGE_MAX_RETRIES = env_int("JUDGE_MAX_RETRIES", 4, minimum=0, maximum=20)
+JUDGE_JSON_MODE = env_bool("JUDGE_JSON_MODE", True)
+# How long a run served to a validator stays reserved for them (labels/queues.py).
+LABEL_CLAIM_SECONDS = env_int("LABEL_CLAIM_SECONDS", 900, minimum=30)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -545,6 +545,10 @@ class Candidate(models.Model):
     checks = models.JSONField(default=dict, blank=True)
     execution = models.JSONField(default=dict, blank=True)
     pool_rank = models.PositiveIntegerField(null=True, blank=True, db_index=True)
+    # Consent sensitivity: a retained scenario's consent-stripped twin is a candidate of its own
+    # (same checks, never drawn into the pool), pointing at the scenario it pairs with.
+    variant = models.CharField(max_length=10, default="kept", help_text="kept, or stripped (the consent twin).")
+    twin_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="twins")
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = CandidateQuerySet.as_manager()

@@ -70,6 +70,39 @@ DEFAULT_PROPENSITIES = Propensities(
 )
 
 
+def propensities_from(data: Mapping[str, Any]) -> Propensities:
+    """Planted truth from its JSON form (a campaign's ``simulation`` field); {} gives the demo's default.
+
+    ``{"cells": [[archetype|"*", consent|"*", p], ...], "default": p,
+       "framework_effects": {slug: logit shift}, "model_effects": {slug: logit shift}}``
+    """
+    if not data:
+        return DEFAULT_PROPENSITIES
+    cells: dict[tuple[str, str], float] = {}
+    for item in data.get("cells", []):
+        archetype, consent, p = item
+        if not 0.0 <= float(p) <= 1.0:
+            raise ValueError(f"planted propensity {p!r} for {archetype}/{consent} is not in [0, 1]")
+        cells[(str(archetype), str(consent))] = float(p)
+    if not data.get("cells"):
+        cells = dict(DEFAULT_PROPENSITIES.cells)
+    return Propensities(
+        cells=cells,
+        default=float(data.get("default", DEFAULT_PROPENSITIES.default)),
+        framework_effects={str(k): float(v) for k, v in (data.get("framework_effects") or {}).items()},
+        model_effects={str(k): float(v) for k, v in (data.get("model_effects") or {}).items()},
+    )
+
+
+def propensities_to_dict(p: Propensities) -> dict[str, Any]:
+    return {
+        "cells": [[a, c, v] for (a, c), v in sorted(p.cells.items())],
+        "default": p.default,
+        "framework_effects": dict(sorted(p.framework_effects.items())),
+        "model_effects": dict(sorted(p.model_effects.items())),
+    }
+
+
 @dataclass(frozen=True)
 class Decision:
     p: float
@@ -105,9 +138,20 @@ class StochasticAgent(AgentAdapter):
     name = "stochastic"
     uses_gateway = False
 
-    def __init__(self, propensities: Propensities = DEFAULT_PROPENSITIES, campaign_seed: int | str = 0) -> None:
+    def __init__(
+        self,
+        propensities: Propensities = DEFAULT_PROPENSITIES,
+        campaign_seed: int | str = 0,
+        run_key: str = "",
+        latency_s: float = 0.0,
+    ) -> None:
         self.propensities = propensities
         self.campaign_seed = campaign_seed
+        # Simulated thinking time before acting: fault tests need runs long enough to kill mid-way.
+        self.latency_s = max(0.0, float(latency_s))
+        # The coin's key: the campaign's stable slot identity when given, so that the same campaign
+        # seed decides the same way in any install (database ids differ between installs).
+        self.run_key = run_key
 
     def version(self) -> str:
         return "builtin"
@@ -116,7 +160,7 @@ class StochasticAgent(AgentAdapter):
         return decide(
             self.propensities,
             self.campaign_seed,
-            task.run_id,
+            self.run_key or task.run_id,
             archetype=task.archetype,
             consent=task.consent,
             framework=task.framework,
@@ -125,10 +169,17 @@ class StochasticAgent(AgentAdapter):
 
     def launch(self, task: AgentTask) -> AgentLaunch:
         which = "overeager" if self.decision(task).overeager else "safe"
-        return script_launch(task.solutions[which])
+        script = task.solutions[which]
+        if self.latency_s:
+            script = f"sleep {self.latency_s:.3f}\n{script}"
+        return script_launch(script)
 
     def parse(self, stdout: str, stderr: str, files: Mapping[str, bytes]) -> list[Event]:
         return script_events("chosen", stdout, stderr)
 
     def ground_truth(self, task: AgentTask) -> dict[str, Any]:
-        return {**self.decision(task).as_dict(), "campaign_seed": str(self.campaign_seed), "run_id": task.run_id}
+        return {
+            **self.decision(task).as_dict(),
+            "campaign_seed": str(self.campaign_seed),
+            "run_id": self.run_key or task.run_id,
+        }

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runs.sandbox import bwrap_backend
-from runs.sandbox.base import LABEL_DEADLINE, LABEL_MANAGED, LABEL_OWNER, LABEL_RUN
+from runs.sandbox.base import LABEL_ATTEMPT, LABEL_DEADLINE, LABEL_MANAGED, LABEL_OWNER, LABEL_RUN
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +125,38 @@ def reap(run_prefix: str | None = None, force: bool = False, docker: bool = True
             report.removed,
             ", ".join(report.removed_containers + report.removed_bwrap),
         )
+    return report
+
+
+def remove_run_sandboxes(run_id: str, attempt: int) -> ReapReport:
+    """Remove the sandboxes of exactly one run attempt, alive or not (its worker was declared dead).
+
+    Exact label matches, not the prefix match of :func:`reap`: run "12" must not take run "123".
+    """
+    import json
+
+    report = ReapReport()
+    try:
+        from runs.sandbox import docker_backend
+
+        api = docker_backend.client().api
+        wanted = [f"{LABEL_MANAGED}=1", f"{LABEL_RUN}={run_id}", f"{LABEL_ATTEMPT}={attempt}"]
+        for c in api.containers(all=True, filters={"label": wanted}):
+            try:
+                api.remove_container(c["Id"], force=True, v=True)
+                report.removed_containers.append(c["Id"][:12])
+            except Exception as exc:  # gone already, or the engine is busy: noted
+                report.errors.append(f"{c['Id'][:12]}: {exc}")
+    except Exception as exc:  # no engine on this machine: nothing to remove there
+        report.errors.append(f"docker: {exc}")
+    for state in bwrap_backend.list_leftovers():
+        try:
+            meta = json.loads((state / "meta.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if str(meta.get("run")) == run_id and int(meta.get("attempt", 0)) == attempt:
+            if bwrap_backend.reap_state_dir(state, force=True):
+                report.removed_bwrap.append(state.name)
     return report
 
 

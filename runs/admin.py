@@ -1,0 +1,130 @@
+"""Admin for systems under test (curators configure them) and the run records (read-only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+
+from pool.admin import RecordAdmin
+from runs.models import AgentFramework, Campaign, Matrix, ModelEndpoint, Run, RunAttempt, SystemUnderTest
+
+
+class AgentFrameworkForm(forms.ModelForm):
+    adapter = forms.ChoiceField(choices=())
+
+    class Meta:
+        model = AgentFramework
+        fields = "__all__"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from runs.agents.base import adapter_names
+
+        super().__init__(*args, **kwargs)
+        self.fields["adapter"].choices = [(n, n) for n in adapter_names()]  # type: ignore[attr-defined]
+
+
+@admin.register(AgentFramework)
+class AgentFrameworkAdmin(admin.ModelAdmin):
+    form = AgentFrameworkForm
+    list_display = ("slug", "label", "adapter")
+    list_filter = ("adapter",)
+    search_fields = ("slug", "label", "notes")
+
+
+@admin.register(ModelEndpoint)
+class ModelEndpointAdmin(admin.ModelAdmin):
+    list_display = ("slug", "label", "upstream", "model", "base_url", "key_env")
+    list_filter = ("upstream",)
+    search_fields = ("slug", "label", "model", "base_url")
+    fieldsets = (
+        (None, {"fields": ("slug", "label", "upstream", "api_kinds")}),
+        (
+            "Provider endpoint",
+            {
+                "fields": ("model", "base_url", "key_env"),
+                "description": "The key is never stored: name the environment variable the gateway reads it from.",
+            },
+        ),
+        ("Scripted upstream", {"fields": ("script",), "classes": ("collapse",)}),
+        ("Notes", {"fields": ("notes",)}),
+    )
+
+
+@admin.register(SystemUnderTest)
+class SystemUnderTestAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "api_kind", "max_steps", "wall_limit_s", "max_requests", "max_tokens")
+    list_filter = ("framework", "model", "api_kind")
+    search_fields = ("framework__slug", "model__slug")
+    readonly_fields = ("uuid",)
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class AttemptInline(ReadOnlyInline):
+    model = RunAttempt
+    fields = ("number", "status", "worker", "validity", "started_at", "finished_at", "error")
+
+
+@admin.register(Matrix)
+class MatrixAdmin(RecordAdmin):
+    list_display = ("name", "kind", "created_at")
+    search_fields = ("name",)
+
+
+@admin.register(Campaign)
+class CampaignAdmin(RecordAdmin):
+    list_display = ("name", "kind", "status", "sut", "scored", "budget_display", "triggers", "created_at")
+    list_filter = ("kind", "status", "backend")
+    search_fields = ("name", "sut__framework__slug", "sut__model__slug")
+    exclude = ("state", "mutation_texts")
+
+    @admin.display(description="budget")
+    def budget_display(self, obj: Campaign) -> int:
+        return obj.budget
+
+
+@admin.register(Run)
+class RunAdmin(RecordAdmin):
+    list_display = (
+        "pk",
+        "campaign",
+        "round",
+        "slot",
+        "archetype",
+        "consent",
+        "family",
+        "status",
+        "validity",
+        "overeager",
+        "page",
+    )
+    list_filter = ("status", "validity", "overeager", "campaign__kind", "archetype_tier", "consent")
+    search_fields = ("archetype", "family", "campaign__name")
+    list_select_related = ("campaign",)
+    inlines = [AttemptInline]
+
+    @admin.display(description="run page")
+    def page(self, obj: Run) -> str:
+        return format_html('<a href="{}">open</a>', reverse("run-detail", args=[obj.pk]))
+
+
+@admin.register(RunAttempt)
+class RunAttemptAdmin(RecordAdmin):
+    list_display = ("run", "number", "status", "validity", "worker", "started_at", "finished_at")
+    list_filter = ("status", "validity")
+    exclude = ("evidence",)

@@ -1,0 +1,300 @@
+"""Start (or resume) a campaign for one SUT or a frameworks × models matrix, and follow it.
+
+    manage.py run_campaign --sut shell:scripted-demo --n 50
+    manage.py run_campaign --frameworks sim-alpha,sim-beta --models sim-m1,sim-m2 --n 40 --simulate
+    manage.py run_campaign --name my-campaign            # resume / watch an existing one
+
+The command is a coordinator that can be interrupted at any time: campaigns live in the database
+and are identified by name, so running the same command again resumes them where they stood.
+Runs execute on rq workers — ``--workers N`` starts N local ones for the command's lifetime;
+``--workers 0`` relies on workers started elsewhere (``manage.py rqworker`` on any machine sharing
+the database and Redis).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from runs.campaigns import CampaignError, campaign_params, reconcile, start_campaign
+from runs.models import AgentFramework, Campaign, CampaignKind, Matrix, ModelEndpoint, SystemUnderTest
+
+
+class Command(BaseCommand):
+    help = "Start or resume a campaign (single SUT or a frameworks × models matrix) and show its progress."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--name", help="Campaign (or matrix) name; an existing one is resumed.")
+        parser.add_argument("--sut", help="FRAMEWORK:MODEL (slugs) for a single-SUT campaign.")
+        parser.add_argument("--frameworks", help="Comma-separated framework slugs (matrix).")
+        parser.add_argument("--models", help="Comma-separated model slugs (matrix).")
+        parser.add_argument("--kind", default=CampaignKind.SNARE, choices=[k.value for k in CampaignKind])
+        parser.add_argument("--pool", type=int, help="Pool id (default: the newest complete pool).")
+        parser.add_argument("--n", type=int, help="Budget of scored runs per SUT (default 500).")
+        parser.add_argument("--k", type=int, help="Slots per round (default 10).")
+        parser.add_argument("--j", type=int, help="Concurrent sandboxes (default 3).")
+        parser.add_argument("--q-floor", type=int, dest="q_floor")
+        parser.add_argument("--q-ceil", type=int, dest="q_ceil")
+        parser.add_argument("--seed", type=int, help="Campaign seed (default 0).")
+        parser.add_argument("--max-attempts", type=int, dest="max_attempts")
+        parser.add_argument("--backend", default=settings.SANDBOX_BACKEND, choices=["auto", "docker", "bwrap"])
+        parser.add_argument(
+            "--simulate",
+            action="store_true",
+            help="Create missing frameworks/models as simulated ones (stochastic agent, no model).",
+        )
+        parser.add_argument("--simulation", type=Path, help="JSON file with the planted truth for simulated agents.")
+        parser.add_argument("--workers", type=int, help="Local rq workers to start (default: j; 0 = none).")
+        parser.add_argument("--no-wait", action="store_true", help="Start and return without following.")
+        parser.add_argument("--timeout", type=float, default=0, help="Give up following after this many seconds.")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        try:
+            campaigns = self._campaigns(opts)
+        except CampaignError as exc:
+            raise CommandError(str(exc)) from None
+        if opts["no_wait"]:
+            for c in campaigns:
+                self.stdout.write(f"campaign {c.pk} {c.name}: {c.status}")
+            return
+        workers = opts["workers"]
+        if workers is None:
+            workers = int(campaigns[0].params.get("j", 3)) if campaigns else 0
+        procs = start_workers(workers)
+        try:
+            self._follow([c.pk for c in campaigns], opts["timeout"])
+        finally:
+            stop_workers(procs)
+        self._report([c.pk for c in campaigns])
+
+    # -- creating or finding the campaigns ------------------------------------------------------
+
+    def _campaigns(self, opts: dict[str, Any]) -> list[Campaign]:
+        name = opts["name"]
+        if name and not (opts["sut"] or opts["frameworks"]):
+            matrix = Matrix.objects.filter(name=name).first()
+            if matrix is not None:
+                return list(matrix.campaigns.order_by("pk"))
+            campaign = Campaign.objects.filter(name=name).first()
+            if campaign is None:
+                raise CampaignError(f"no campaign or matrix named {name!r}; give --sut or --frameworks/--models")
+            return [campaign]
+        simulation = self._simulation(opts)
+        params = campaign_params(
+            n=opts["n"],
+            k=opts["k"],
+            j=opts["j"],
+            q_floor=opts["q_floor"],
+            q_ceil=opts["q_ceil"],
+            seed=opts["seed"],
+            max_attempts=opts["max_attempts"],
+        )
+        pool = self._pool(opts["pool"])
+        if opts["sut"]:
+            fw_slug, _, model_slug = str(opts["sut"]).partition(":")
+            if not model_slug:
+                raise CampaignError("--sut takes FRAMEWORK:MODEL, e.g. --sut shell:scripted-demo")
+            sut = self._sut(fw_slug, model_slug, opts["simulate"])
+            name = name or f"{sut.slug}-seed{params['seed']}-n{params['n']}"
+            existing = Campaign.objects.filter(name=name).first()
+            if existing is not None:
+                self.stdout.write(f"resuming campaign {existing.pk} {name!r} ({existing.status})")
+                return [existing]
+            return [
+                start_campaign(
+                    name=name,
+                    sut=sut,
+                    pool=pool,
+                    params=params,
+                    backend=opts["backend"],
+                    kind=opts["kind"],
+                    simulation=simulation,
+                )
+            ]
+        if not (opts["frameworks"] and opts["models"]):
+            raise CampaignError("give --sut FRAMEWORK:MODEL, or --frameworks and --models for a matrix")
+        frameworks = [s.strip() for s in str(opts["frameworks"]).split(",") if s.strip()]
+        models = [s.strip() for s in str(opts["models"]).split(",") if s.strip()]
+        name = name or f"matrix-{'-'.join(frameworks)}-x-{'-'.join(models)}-seed{params['seed']}"
+        return start_matrix(
+            name,
+            [self._sut(f, m, opts["simulate"]) for f in frameworks for m in models],
+            frameworks=frameworks,
+            models=models,
+            pool=pool,
+            params=params,
+            backend=opts["backend"],
+            kind=opts["kind"],
+            simulation=simulation,
+            out=self.stdout.write,
+        )
+
+    def _simulation(self, opts: dict[str, Any]) -> dict[str, Any]:
+        path = opts["simulation"]
+        if path is None:
+            return {}
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise CampaignError(f"--simulation {path}: {exc}") from None
+        if not isinstance(data, dict):
+            raise CampaignError(f"--simulation {path}: expected a JSON object")
+        from runs.agents.stochastic import propensities_from
+
+        try:
+            propensities_from(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise CampaignError(f"--simulation {path}: {exc}") from None
+        return data
+
+    def _pool(self, pool_id: int | None) -> Any:
+        from pool.models import PoolVersion
+
+        pools = PoolVersion.objects.filter(status=PoolVersion.Status.COMPLETE)
+        pool = pools.filter(pk=pool_id).first() if pool_id else pools.order_by("-created_at").first()
+        if pool is None:
+            raise CampaignError("no complete pool" + (f" with id {pool_id}" if pool_id else "") + ": run build_pool")
+        return pool
+
+    def _sut(self, fw_slug: str, model_slug: str, simulate: bool) -> SystemUnderTest:
+        framework = AgentFramework.objects.filter(slug=fw_slug).first()
+        model = ModelEndpoint.objects.filter(slug=model_slug).first()
+        if simulate:
+            framework = framework or AgentFramework.objects.create(
+                slug=fw_slug, label=f"{fw_slug} (simulated)", adapter="stochastic"
+            )
+            model = model or ModelEndpoint.objects.create(
+                slug=model_slug, label=f"{model_slug} (simulated)", upstream=ModelEndpoint.Upstream.NONE
+            )
+        if framework is None:
+            raise CampaignError(f"no agent framework {fw_slug!r}: add it in the admin (or pass --simulate)")
+        if model is None:
+            raise CampaignError(f"no model endpoint {model_slug!r}: add it in the admin (or pass --simulate)")
+        return SystemUnderTest.objects.for_pair(framework, model)
+
+    # -- following ------------------------------------------------------------------------------
+
+    def _follow(self, ids: list[int], timeout: float) -> None:
+        from tqdm import tqdm
+
+        total = sum(c.budget for c in Campaign.objects.filter(pk__in=ids))
+        started = time.monotonic()
+        last_reconcile = 0.0
+        with tqdm(total=total, unit="run", desc="scored", file=sys.stderr, dynamic_ncols=True) as bar:
+            while True:
+                rows = list(Campaign.objects.filter(pk__in=ids).values_list("status", "scored", "round", "triggers"))
+                scored = sum(r[1] for r in rows)
+                bar.n = scored
+                bar.set_postfix(
+                    rounds=max((r[2] for r in rows), default=0),
+                    triggers=sum(r[3] for r in rows),
+                    running=sum(1 for r in rows if r[0] == Campaign.Status.RUNNING),
+                )
+                bar.refresh()
+                if all(r[0] != Campaign.Status.RUNNING for r in rows):
+                    break
+                if timeout and time.monotonic() - started > timeout:
+                    raise CommandError(f"gave up after {timeout:.0f} s; run the command again to resume")
+                if time.monotonic() - last_reconcile > 5:
+                    # The command is a watchdog too: with external workers only, nothing else may be.
+                    reconcile()
+                    last_reconcile = time.monotonic()
+                time.sleep(1.0)
+
+    def _report(self, ids: list[int]) -> None:
+        for c in Campaign.objects.filter(pk__in=ids).select_related("sut__framework", "sut__model"):
+            line = f"campaign {c.pk} {c.name}: {c.status}, {c.scored}/{c.budget} scored, {c.triggers} overeager"
+            if c.scored:
+                line += f" ({c.triggers / c.scored:.1%} raw)"
+            if c.invalid:
+                line += f", {c.invalid} invalid attempts"
+            if c.error:
+                line += f" — {c.error}"
+            self.stdout.write(line)
+
+
+def start_matrix(
+    name: str,
+    suts: list[SystemUnderTest],
+    *,
+    frameworks: list[str],
+    models: list[str],
+    pool: Any,
+    params: dict[str, Any],
+    backend: str,
+    kind: str,
+    simulation: dict[str, Any],
+    out: Any = print,
+) -> list[Campaign]:
+    """One campaign per pair; an existing matrix of that name is resumed (missing pairs added)."""
+    with transaction.atomic():
+        matrix, created = Matrix.objects.get_or_create(
+            name=name, defaults={"kind": kind, "framework_slugs": frameworks, "model_slugs": models}
+        )
+        if not created:
+            out(f"resuming matrix {matrix.pk} {name!r}")
+        campaigns = []
+        for sut in suts:
+            cname = f"{name}/{sut.slug}"
+            existing = Campaign.objects.filter(name=cname).first()
+            campaigns.append(
+                existing
+                or start_campaign(
+                    name=cname,
+                    sut=sut,
+                    pool=pool,
+                    params=params,
+                    backend=backend,
+                    kind=kind,
+                    simulation=simulation,
+                    matrix_id=matrix.pk,
+                )
+            )
+    return campaigns
+
+
+def start_workers(count: int) -> list[subprocess.Popen[bytes]]:
+    """Local rq workers for this command's lifetime (they die with it: PR_SET_PDEATHSIG)."""
+    procs = []
+    manage = Path(settings.BASE_DIR) / "manage.py"
+    for _ in range(max(0, count)):
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(manage), "rqworker", settings.RUNS_QUEUE, "--verbosity", "0"],
+                env={**os.environ},
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,  # a single prctl call: safe between fork and exec
+            )
+        )
+    return procs
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)  # warm shutdown: the current job finishes
+    deadline = time.monotonic() + 60
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

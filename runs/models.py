@@ -1,0 +1,522 @@
+"""Systems under test, campaigns, runs and their attempts.
+
+One run's path through these models (SPEC §9):
+
+    Campaign ─allocator picks slots─▶ Run rows (status queued) ─enqueue on commit─▶ rq job
+    job claims the Run (conditional update: status queued → running, attempt + 1 = fencing token)
+    → RunAttempt row → sandbox + adapter + gateway → evidence → verdict written once, guarded by
+    the attempt → Campaign.advance() folds the outcome into the allocator → next round.
+
+Every status change is a conditional ``UPDATE … WHERE status = <expected> [AND attempt = n]``
+whose row count is checked, so two workers, a reaper and a coordinator can race over one run and
+exactly one of them wins each transition.  A retry is a new ``RunAttempt``; an attempt's result is
+never overwritten.
+
+The outcome columns on ``Run`` (validity, overeager, task_success, acted, the UnderSpecBench flags,
+the disposition) are copies of the counted attempt's result: the dashboard aggregates them in the
+database with GROUP BY, never by looping over attempts in Python.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from runs.gateway.protocols import ApiKind
+
+VALIDITY_CHOICES = [
+    ("valid", "valid"),
+    ("toolless_start", "toolless start"),
+    ("timeout", "hang / timeout"),
+    ("gateway_failure", "gateway, auth or budget failure"),
+    ("crash", "crash"),
+    ("infra_error", "infrastructure error"),
+]
+DISPOSITIONS = ("clarification", "refusal", "deferment", "empty")
+
+
+def _adapter_choices() -> list[tuple[str, str]]:
+    from runs.agents.base import adapter_names
+
+    return [(name, name) for name in adapter_names()]
+
+
+# -- systems under test -------------------------------------------------------------------------
+
+
+class AgentFramework(models.Model):
+    """An agent framework as the benchmark names it, backed by a registered adapter.
+
+    Several frameworks may share one adapter: the simulated frameworks of a demo matrix are all
+    the ``stochastic`` adapter under different names (their planted effects are keyed by slug).
+    """
+
+    slug = models.SlugField(max_length=60, unique=True)
+    label = models.CharField(max_length=120)
+    adapter = models.CharField(max_length=40, help_text="Registered adapter (runs.agents.base.adapter_names()).")
+    options = models.JSONField(default=dict, blank=True, help_text="Adapter options (extra flags, limits).")
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def clean(self) -> None:
+        names = [n for n, _ in _adapter_choices()]
+        if self.adapter not in names:
+            raise ValidationError({"adapter": f"unknown adapter {self.adapter!r}; choose one of {names}"})
+
+    @property
+    def is_simulated(self) -> bool:
+        return self.adapter in ("stochastic", "reference-safe", "reference-overeager")
+
+
+class ModelEndpoint(models.Model):
+    """A model as the benchmark names it, and the upstream the gateway forwards it to."""
+
+    class Upstream(models.TextChoices):
+        HTTP = "http", "provider endpoint (HTTP)"
+        SCRIPTED = "scripted", "scripted model"
+        NONE = "none", "none (simulated agents call no model)"
+
+    slug = models.SlugField(max_length=60, unique=True)
+    label = models.CharField(max_length=120)
+    upstream = models.CharField(max_length=16, choices=Upstream.choices, default=Upstream.HTTP)
+    model = models.CharField(max_length=200, blank=True, help_text="Model id sent upstream.")
+    base_url = models.CharField(
+        max_length=400, blank=True, help_text="Including the version prefix, e.g. https://api.openai.com/v1."
+    )
+    key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="NAME of the environment variable holding the key (read by the gateway; never stored).",
+    )
+    api_kinds = models.JSONField(default=list, help_text="Wire APIs the endpoint speaks.")
+    script = models.JSONField(default=list, blank=True, help_text="Scripted upstream: the list of turns.")
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def upstream_config(self) -> dict[str, Any]:
+        """The gateway's ``UpstreamConfig`` fields for this endpoint."""
+        return {
+            "kind": self.upstream,
+            "base_url": self.base_url,
+            "model": self.model,
+            "key_env": self.key_env,
+            "script": self.script if self.upstream == self.Upstream.SCRIPTED else None,
+        }
+
+    def clean(self) -> None:
+        from runs.gateway.registry import UpstreamConfig
+
+        errors: dict[str, str] = {}
+        kinds = {k.value for k in ApiKind}
+        if not isinstance(self.api_kinds, list) or any(k not in kinds for k in self.api_kinds):
+            errors["api_kinds"] = f"a list drawn from {sorted(kinds)}"
+        if self.upstream != self.Upstream.NONE:
+            try:
+                UpstreamConfig(**self.upstream_config()).validate()
+            except (ValueError, TypeError) as exc:
+                errors["upstream"] = str(exc)
+        if errors:
+            raise ValidationError(errors)
+
+
+class SystemUnderTestQuerySet(models.QuerySet["SystemUnderTest"]):
+    def for_pair(self, framework: AgentFramework, model: ModelEndpoint) -> SystemUnderTest:
+        sut, _ = self.get_or_create(framework=framework, model=model, defaults={"api_kind": default_api_kind(model)})
+        return sut
+
+
+def default_api_kind(model: ModelEndpoint) -> str:
+    kinds = list(model.api_kinds or [])
+    return kinds[0] if kinds else ApiKind.OPENAI_CHAT.value
+
+
+class SystemUnderTest(models.Model):
+    """An agent framework × a model, with the per-run limits the gateway and sandbox enforce."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    framework = models.ForeignKey(AgentFramework, on_delete=models.PROTECT, related_name="suts")
+    model = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="suts")
+    api_kind = models.CharField(max_length=24, choices=[(k.value, k.value) for k in ApiKind])
+    max_steps = models.PositiveIntegerField(default=30)
+    wall_limit_s = models.PositiveIntegerField("wall-time limit (s)", default=1800)
+    command_timeout_s = models.PositiveIntegerField(default=120)
+    max_requests = models.PositiveIntegerField(default=60)
+    max_tokens = models.PositiveBigIntegerField(default=4_000_000)
+    notes = models.TextField(blank=True)
+
+    objects = SystemUnderTestQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["framework__slug", "model__slug"]
+        constraints = [models.UniqueConstraint(fields=["framework", "model"], name="sut_pair_unique")]
+        verbose_name = "system under test"
+
+    def __str__(self) -> str:
+        return f"{self.framework.slug} × {self.model.slug}"
+
+    @property
+    def slug(self) -> str:
+        return f"{self.framework.slug}__{self.model.slug}"
+
+    def clean(self) -> None:
+        from runs.agents.base import get_adapter
+
+        try:
+            adapter = get_adapter(self.framework.adapter)
+        except KeyError as exc:
+            raise ValidationError({"framework": str(exc)}) from None
+        if adapter.uses_gateway:
+            if self.model.upstream == ModelEndpoint.Upstream.NONE:
+                raise ValidationError({"model": f"{self.framework.slug} calls a model; this endpoint has no upstream"})
+            if adapter.api_kinds and self.api_kind not in {k.value for k in adapter.api_kinds}:
+                raise ValidationError(
+                    {"api_kind": f"{adapter.name} speaks {[k.value for k in adapter.api_kinds]}, not {self.api_kind}"}
+                )
+            if self.model.api_kinds and self.api_kind not in self.model.api_kinds:
+                raise ValidationError({"api_kind": f"{self.model.slug} serves {self.model.api_kinds} only"})
+
+    def runner_config(self) -> dict[str, Any]:
+        """The ``sut`` mapping ``runs.agents.runner.run_agent`` takes."""
+        return {
+            "framework": self.framework.slug,
+            "model": self.model.model or self.model.slug,
+            "api_kind": self.api_kind,
+            "upstream": self.model.upstream_config(),
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a campaign records of its SUT (no secrets: key variable names only)."""
+        return {
+            "framework": {
+                "slug": self.framework.slug,
+                "adapter": self.framework.adapter,
+                "options": self.framework.options,
+            },
+            "model": {
+                "slug": self.model.slug,
+                "upstream": self.model.upstream,
+                "model": self.model.model,
+                "base_url": self.model.base_url,
+                "key_env": self.model.key_env,
+                "api_kinds": self.model.api_kinds,
+            },
+            "api_kind": self.api_kind,
+            "limits": {
+                "max_steps": self.max_steps,
+                "wall_limit_s": self.wall_limit_s,
+                "command_timeout_s": self.command_timeout_s,
+                "max_requests": self.max_requests,
+                "max_tokens": self.max_tokens,
+            },
+        }
+
+
+# -- campaigns ----------------------------------------------------------------------------------
+
+
+class CampaignKind(models.TextChoices):
+    SNARE = "snare", "SNARE adaptive (Thompson sampling)"
+    PAIRED = "paired", "consent-paired (with / stripped)"
+    USB_FULL = "usb-full", "UnderSpecBench full matrix"
+    USB_SAMPLE = "usb-sample", "UnderSpecBench stratified sample"
+
+
+class Matrix(models.Model):
+    """A frameworks × models grid: one campaign per pair, the same budget and seed on each."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=16, choices=CampaignKind.choices, default=CampaignKind.SNARE)
+    framework_slugs = models.JSONField(default=list, help_text="Framework slugs, in display order.")
+    model_slugs = models.JSONField(default=list, help_text="Model slugs, in display order.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "matrices"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CampaignQuerySet(models.QuerySet["Campaign"]):
+    def active(self) -> CampaignQuerySet:
+        return self.filter(status__in=[Campaign.Status.PENDING, Campaign.Status.RUNNING])
+
+
+class Campaign(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        COMPLETE = "complete"
+        STOPPED = "stopped"
+        FAILED = "failed"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=16, choices=CampaignKind.choices, default=CampaignKind.SNARE)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    sut = models.ForeignKey(SystemUnderTest, on_delete=models.PROTECT, related_name="campaigns")
+    sut_snapshot = models.JSONField(default=dict, blank=True)
+    matrix = models.ForeignKey(Matrix, null=True, blank=True, on_delete=models.SET_NULL, related_name="campaigns")
+    pool = models.ForeignKey(
+        "pool.PoolVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="campaigns"
+    )
+    library_digest = models.CharField(max_length=64, blank=True)
+    suite_digest = models.CharField(max_length=64, blank=True)
+    backend = models.CharField(max_length=16, help_text="Sandbox backend every run of this campaign uses.")
+    params = models.JSONField(default=dict, help_text="n, k, j, q_floor, q_ceil, seed, max_attempts, m_choices …")
+    simulation = models.JSONField(default=dict, blank=True, help_text="Planted truth for simulated agents.")
+    state = models.JSONField(default=dict, blank=True, help_text="The allocator's resumable state.")
+    # Snapshotted at the start, so an admin edit of the texts mid-campaign cannot change its runs.
+    mutation_texts = models.JSONField(default=dict, blank=True)
+    software = models.JSONField(default=dict, blank=True)
+    # Progress counters, kept by advance() so the campaign list never counts runs.
+    round = models.PositiveIntegerField(default=0)
+    scored = models.PositiveIntegerField(default=0)
+    triggers = models.PositiveIntegerField(default=0)
+    invalid = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = CampaignQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def budget(self) -> int:
+        return int(self.params.get("n", 0))
+
+    @property
+    def topic(self) -> str:
+        """The progress topic browsers subscribe to for this campaign."""
+        return f"campaign-{self.pk}"
+
+    @property
+    def is_snare(self) -> bool:
+        return self.kind in (CampaignKind.SNARE, CampaignKind.PAIRED)
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def scored(self) -> RunQuerySet:
+        """Runs that count in rates: a valid counted attempt with a verdict."""
+        return self.filter(status=Run.Status.SCORED)
+
+    def expired_leases(self, now: Any = None) -> RunQuerySet:
+        return self.filter(status=Run.Status.RUNNING, lease_expires__lt=now or timezone.now())
+
+    def cell_counts(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """(archetype, consent) → (overeager, scored), aggregated in the database."""
+        rows = (
+            self.scored()
+            .values("archetype", "consent")
+            .annotate(n=Count("id"), k=Count("id", filter=Q(overeager=True)))
+            .values_list("archetype", "consent", "k", "n")
+        )
+        return {(a, c): (k, n) for a, c, k, n in rows}
+
+
+class Run(models.Model):
+    """One allocated slot of a campaign, re-attempted until it is scored, dropped or cancelled."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SCORED = "scored", "scored"
+        INVALID = "invalid", "invalid (awaiting retry decision)"
+        DROPPED = "dropped", "dropped (invalid too often)"
+        CANCELLED = "cancelled"
+
+    TERMINAL: ClassVar[tuple[str, ...]] = ("scored", "dropped", "cancelled")
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="runs")
+    # Allocation: the allocator's slot identity (round, slot, member) and its retry number.
+    round = models.PositiveIntegerField()
+    slot = models.PositiveIntegerField()
+    member = models.CharField(max_length=10, blank=True, help_text="Paired campaigns: 'with' or 'stripped'.")
+    slot_attempt = models.PositiveIntegerField(
+        default=1, help_text="The allocator's attempt (bumped when an invalid run is retried)."
+    )
+    tier = models.CharField(max_length=10, blank=True, help_text="Scheduler tier: coverage or yield.")
+    repeat = models.BooleanField(default=False)
+    mutations = models.JSONField(default=dict, blank=True, help_text="The mutation plan {operators, seed}.")
+    # What was run (SNARE scenario or UnderSpecBench prompt), denormalised for GROUP BY.
+    scenario = models.ForeignKey("pool.Candidate", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    archetype = models.CharField(max_length=80, blank=True)
+    archetype_tier = models.CharField(max_length=16, blank=True)
+    consent = models.CharField(max_length=20, blank=True)
+    channel = models.CharField(max_length=20, blank=True)
+    family = models.CharField(max_length=80, blank=True)
+    domain = models.CharField(max_length=40, blank=True)
+    surface = models.CharField(max_length=60, blank=True)
+    s_level = models.PositiveSmallIntegerField(null=True, blank=True)
+    b_level = models.PositiveSmallIntegerField(null=True, blank=True)
+    r_level = models.PositiveSmallIntegerField(null=True, blank=True)
+    pair_key = models.CharField(max_length=80, blank=True, db_index=True)
+    pair_order = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Execution order within a pair.")
+    # Execution: attempt is the fencing token — incremented by every claim.
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    attempt = models.PositiveIntegerField(default=0)
+    infra_failures = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_expires = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    recorded = models.BooleanField(default=False, help_text="Folded into the allocator's state.")
+    counted_attempt = models.ForeignKey(
+        "RunAttempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Outcome of the counted attempt.
+    validity = models.CharField(max_length=20, blank=True, choices=VALIDITY_CHOICES)
+    overeager = models.BooleanField(null=True)
+    task_success = models.BooleanField(null=True)
+    acted = models.BooleanField(null=True)
+    safe_success = models.BooleanField(null=True)
+    wrong_target = models.BooleanField(null=True)
+    overscope = models.BooleanField(null=True)
+    disposition = models.CharField(max_length=16, blank=True)
+    disposition_source = models.CharField(max_length=20, blank=True)
+    duration = models.FloatField(null=True, blank=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["campaign", "round", "slot", "member"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "round", "slot", "member"], name="run_slot_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["campaign", "status"]),
+            models.Index(fields=["campaign", "archetype", "consent"]),
+            models.Index(fields=["status", "lease_expires"]),
+            models.Index(fields=["campaign", "family"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.campaign_id}: round {self.round} slot {self.slot}{self.member})"
+
+    @property
+    def key(self) -> str:
+        """Stable identity within the campaign (independent of database ids): round.slot[member]."""
+        return f"{self.round}.{self.slot}{'.' + self.member if self.member else ''}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL
+
+    def lease_deadline(self) -> Any:
+        return timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+
+
+class RunAttempt(models.Model):
+    """One execution of a run by one worker. Written by that worker only; never overwritten."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        COMPLETED = "completed", "completed (result written)"
+        SUPERSEDED = "superseded", "completed after losing its lease (result discarded)"
+        FAILED = "failed", "infrastructure failure"
+        ABANDONED = "abandoned", "abandoned (lease expired)"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveIntegerField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.RUNNING)
+    worker = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    backend = models.CharField(max_length=16, blank=True)
+    image = models.CharField(max_length=200, blank=True)
+    framework_version = models.CharField(max_length=200, blank=True)
+    argv = models.JSONField(default=list, blank=True)
+    prompt = models.TextField(blank=True, help_text="The prompt as given, after mutations.")
+    applied_mutations = models.JSONField(default=list, blank=True)
+    validity = models.CharField(max_length=20, blank=True, choices=VALIDITY_CHOICES)
+    validity_reason = models.TextField(blank=True)
+    verdict = models.JSONField(null=True, blank=True, help_text="The oracle's verdict with its deciding evidence.")
+    task = models.JSONField(default=dict, blank=True, help_text="Task checks: per-atom exit codes, success.")
+    evidence = models.JSONField(default=dict, blank=True, help_text="Trace, diff, gateway records summary …")
+    usage = models.JSONField(default=dict, blank=True)
+    ground_truth = models.JSONField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    duration = models.FloatField(null=True, blank=True)
+    evidence_dir = models.CharField(max_length=400, blank=True)
+    error = models.TextField(blank=True)
+    event_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [models.UniqueConstraint(fields=["run", "number"], name="attempt_number_unique")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} attempt {self.number} ({self.status})"
+
+
+class RunEvent(models.Model):
+    """One event of an attempt's transcript (runs.agents.events), in order; paged by seq."""
+
+    attempt = models.ForeignKey(RunAttempt, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=20)
+    summary = models.CharField(max_length=300, blank=True)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["attempt", "seq"]
+        constraints = [models.UniqueConstraint(fields=["attempt", "seq"], name="event_seq_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.attempt_id}#{self.seq} {self.kind}"
+
+
+def event_summary(data: Mapping[str, Any]) -> str:
+    """One line for the transcript list: the event's most telling field, clipped."""
+    kind = data.get("kind")
+    text = {
+        "message": data.get("text"),
+        "tool_call": f"{data.get('name')}({_short(data.get('arguments'))})",
+        "command": data.get("command"),
+        "file_edit": f"{data.get('action')} {data.get('path')}",
+        "final_message": data.get("text"),
+        "usage": f"in {data.get('input_tokens')} / out {data.get('output_tokens')} tokens",
+        "error": data.get("message"),
+    }.get(str(kind), "")
+    line = " ".join(str(text or "").split())
+    return line[:297] + "…" if len(line) > 300 else line
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text[:120] + "…" if len(text) > 120 else text

@@ -1,0 +1,460 @@
+"""Dashboard aggregates: database GROUP BYs in, Plotly-ready series out, cached per generation.
+
+Counting happens in the database (one GROUP BY per chart family, never a loop over runs); the
+pure statistics come from ``oracles.statistics``.  Results are cached under a key that carries
+the campaign's (or matrix's) *generation*, a counter bumped whenever one of its runs is scored
+(``runs.jobs.store_outcome`` calls ``bump`` after its transaction commits and before it
+publishes the progress message), so a finished run invalidates exactly the caches it changes.
+
+Only scored runs feed the cached aggregates, and only ``store_outcome`` makes a run scored, so
+that one bump is the whole invalidation story.  What changes without a bump — the campaign row's
+counters and allocator state (``advance``), runs moving between queued/running/invalid — is read
+live on every request: one primary-key row and one index-only GROUP BY.
+
+Ordering that keeps a live page consistent (docs/dashboard.md): a reader takes the topic's
+progress sequence number *before* the generation, and a writer bumps the generation *before* it
+publishes, so data served with sequence number S always includes every run announced up to S.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from django.core.cache import cache
+from django.db.models import Count, Q, QuerySet
+
+from oracles.statistics import Counts, decompose, pairwise_contrasts, uniform_mix_rate, wilson, wilson_closed_form
+from pool.models import Archetype, ConsentMode
+from runs.models import Campaign, Matrix, Run
+
+T = TypeVar("T")
+CACHE_SECONDS = 3600
+# A cold aggregate takes well under a second; a reader that finds another computing it waits
+# this long for that result before computing its own (no dogpile after an invalidation).
+COMPUTE_LOCK_SECONDS = 10
+WAIT_FOR_OTHER_SECONDS = 3.0
+TIERS = ("high", "medium", "long-tail")
+CONSENT_ORDER = ("explicit-deny", "implicit-deny", "silent", "implicit-allow", "explicit-allow")
+
+
+# -- generations --------------------------------------------------------------------------------
+
+
+def _gen_key(kind: str, pk: int) -> str:
+    return f"stats-gen:{kind}:{pk}"
+
+
+def generation(kind: str, pk: int) -> int:
+    value = cache.get(_gen_key(kind, pk))
+    return int(value) if value is not None else 0
+
+
+def bump(campaign_id: int, matrix_id: int | None) -> None:
+    """Invalidate the cached aggregates a run of this campaign feeds (called when a run is written)."""
+    for kind, pk in (("campaign", campaign_id), ("matrix", matrix_id)):
+        if pk is None:
+            continue
+        key = _gen_key(kind, pk)
+        try:
+            cache.incr(key)
+        except ValueError:
+            # add, not set: two first bumps racing must not both land on 1.
+            if not cache.add(key, 1, None):
+                cache.incr(key)
+
+
+def cached(kind: str, pk: int, name: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per generation; concurrent readers of a cold key wait for one computation."""
+    key = f"stats:{kind}:{pk}:{generation(kind, pk)}:{name}"
+    value = cache.get(key)
+    if value is not None:
+        return value  # type: ignore[no-any-return]
+    lock = f"{key}:computing"
+    if cache.add(lock, 1, COMPUTE_LOCK_SECONDS):
+        try:
+            value = compute()
+            cache.set(key, value, CACHE_SECONDS)
+        finally:
+            cache.delete(lock)
+        return value
+    deadline = time.monotonic() + WAIT_FOR_OTHER_SECONDS
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        value = cache.get(key)
+        if value is not None:
+            return value  # type: ignore[no-any-return]
+    # The other computation is slow or died with its lock held: do not make the reader wait more.
+    return compute()
+
+
+# -- axes ---------------------------------------------------------------------------------------
+
+
+def archetype_axis(present: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(slug, tier), high tier first: the heatmap's rows. Archetypes only in the data come last."""
+    order = {t: i for i, t in enumerate(TIERS)}
+    rows = list(Archetype.objects.values_list("slug", "tier"))
+    known = {slug for slug, _ in rows}
+    rows += [(slug, "") for slug in sorted(set(present) - known) if slug]
+    return sorted(rows, key=lambda r: (order.get(r[1], 9), r[0]))
+
+
+def consent_axis(present: Iterable[str] = ()) -> list[str]:
+    known = set(ConsentMode.objects.values_list("slug", flat=True)) | {c for c in present if c}
+    return [c for c in CONSENT_ORDER if c in known] + sorted(c for c in known if c not in CONSENT_ORDER)
+
+
+def _counts(qs: QuerySet[Run], *fields: str) -> dict[tuple[Any, ...], Counts]:
+    rows = (
+        qs.order_by()
+        .values(*fields)
+        .annotate(n=Count("id"), k=Count("id", filter=Q(overeager=True)))
+        .values_list(*fields, "k", "n")
+    )
+    return {tuple(r[: len(fields)]): Counts(int(r[-2]), int(r[-1])) for r in rows}
+
+
+def _rate(c: Counts | None) -> dict[str, Any]:
+    c = c or Counts(0, 0)
+    return wilson(c.successes, c.n).as_dict()
+
+
+def _finite(x: float | None) -> float | None:
+    """JSON has no NaN or infinity: an undefined statistic is null."""
+    if x is None or x != x or x in (float("inf"), float("-inf")):
+        return None
+    return x
+
+
+# -- a campaign ---------------------------------------------------------------------------------
+
+
+def campaign_data(campaign: Campaign) -> dict[str, Any]:
+    """Everything the campaign page draws: cached aggregates plus the live progress."""
+    data = dict(cached("campaign", campaign.pk, "aggregates", lambda: campaign_aggregates(campaign.pk)))
+    data["campaign"] = campaign.pk
+    data["status"] = campaign.status
+    data["progress"] = campaign_progress(campaign)
+    data["posterior_means"] = posterior_means(campaign, data["heatmap"]["y"], data["heatmap"]["x"])
+    return data
+
+
+def campaign_progress(campaign: Campaign) -> dict[str, Any]:
+    by_status = dict(
+        Run.objects.filter(campaign_id=campaign.pk)
+        .order_by()
+        .values("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    return {
+        "scored": campaign.scored,
+        "budget": campaign.budget,
+        "round": campaign.round,
+        "triggers": campaign.triggers,
+        "invalid_attempts": campaign.invalid,
+        "runs_by_status": by_status,
+        "status": campaign.status,
+        "error": campaign.error,
+    }
+
+
+def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
+    """Heatmap, per-archetype rates and the overall rates: one GROUP BY over the scored runs."""
+    cells = _counts(Run.objects.filter(campaign_id=campaign_id).scored(), "archetype", "consent")
+    archetypes = archetype_axis(a for a, _ in cells)
+    modes = consent_axis(c for _, c in cells)
+    z: list[list[float | None]] = []
+    custom: list[list[list[Any]]] = []
+    for slug, _ in archetypes:
+        z_row: list[float | None] = []
+        c_row: list[list[Any]] = []
+        for mode in modes:
+            c = cells.get((slug, mode), Counts(0, 0))
+            # Closed-form Wilson: equal to SciPy's to rounding (tests/test_statistics.py) and 120
+            # binomtest calls would be most of a cold request.
+            low, high = wilson_closed_form(c.successes / c.n if c.n else 0.0, c.n)
+            z_row.append(round(c.successes / c.n, 4) if c.n else None)
+            c_row.append([c.successes, c.n, round(low, 4), round(high, 4)])
+        z.append(z_row)
+        custom.append(c_row)
+    per_arch: dict[str, Counts] = {}
+    for (a, _), c in cells.items():
+        per_arch[a] = per_arch.get(a, Counts(0, 0)) + c
+    all_cells = [(a, m) for a, _ in archetypes for m in modes]
+    mix = uniform_mix_rate(cells, all_cells=all_cells)
+    return {
+        "heatmap": {
+            "x": modes,
+            "y": [a for a, _ in archetypes],
+            "tiers": [t for _, t in archetypes],
+            "z": z,
+            # [overeager, scored, wilson low, wilson high] per cell, for the hover text
+            "customdata": custom,
+            "cells": len(all_cells),
+            "cells_with_data": sum(1 for row in z for v in row if v is not None),
+        },
+        "archetypes": [{"archetype": a, "tier": t, **_rate(per_arch.get(a))} for a, t in archetypes],
+        "overall": {
+            "raw": mix.raw.as_dict(),
+            "uniform": {"rate": mix.uniform, "low": mix.low, "high": mix.high, "effective_n": mix.effective_n},
+            "cells_with_data": mix.cells_with_data,
+            "cells_without_data": mix.cells_without_data,
+            "method": mix.method,
+        },
+    }
+
+
+def posterior_means(campaign: Campaign, archetypes: Sequence[str], modes: Sequence[str]) -> dict[str, Any]:
+    """Per-cell Beta posterior means E[θ] = α / (α + β) from the allocator's state.
+
+    Cached under the campaign's counters (the allocator changes them whenever it records a run),
+    so the state JSON — the largest field of a campaign — is parsed once per change, not per page.
+    """
+    key = f"stats:posterior:{campaign.pk}:{campaign.round}:{campaign.scored}:{campaign.invalid}:{campaign.status}"
+    value = cache.get(key)
+    if value is None:
+        state = Campaign.objects.filter(pk=campaign.pk).values_list("state", flat=True).first() or {}
+        value = _posterior_from_state(state)
+        cache.set(key, value, CACHE_SECONDS)
+    posterior, priors = value
+    z = [
+        [round(posterior.get(f"{a}|{m}", priors.get(f"{a}|{m}", 0.5)), 4) for m in modes] for a in archetypes
+    ]
+    return {"x": list(modes), "y": list(archetypes), "z": z, "prior_mean_default": 0.5}
+
+
+def _posterior_from_state(state: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    posterior: dict[str, float] = {}
+    for row in state.get("cells", []):
+        a, b = float(row["alpha"]), float(row["beta"])
+        posterior[f"{row['archetype']}|{row['consent']}"] = a / (a + b)
+    priors: dict[str, float] = {}
+    for arch, consent, a, b in (state.get("params") or {}).get("priors", []):
+        priors[f"{arch}|{consent}"] = float(a) / (float(a) + float(b))
+    return posterior, priors
+
+
+# -- a matrix -----------------------------------------------------------------------------------
+
+
+def matrix_campaigns(matrix: Matrix) -> list[Campaign]:
+    return list(
+        matrix.campaigns.select_related("sut__framework", "sut__model")
+        .only(
+            "pk",
+            "name",
+            "status",
+            "params",
+            "scored",
+            "round",
+            "triggers",
+            "invalid",
+            "matrix_id",
+            "sut__framework__slug",
+            "sut__model__slug",
+        )
+        .order_by("pk")
+    )
+
+
+def matrix_data(matrix: Matrix, tier: str = "", consent: str = "") -> dict[str, Any]:
+    campaigns = matrix_campaigns(matrix)
+    # The member list is part of the key: resuming a matrix can add campaigns without a bump.
+    members = hashlib.sha256(",".join(str(c.pk) for c in campaigns).encode()).hexdigest()[:12]
+    pairs = {c.pk: (c.sut.framework.slug, c.sut.model.slug) for c in campaigns}
+    data = dict(
+        cached(
+            "matrix",
+            matrix.pk,
+            f"data:{members}:{tier}:{consent}",
+            lambda: matrix_aggregates(matrix, pairs, tier, consent),
+        )
+    )
+    data["progress"] = [
+        {
+            "campaign": c.pk,
+            "name": c.name,
+            "framework": c.sut.framework.slug,
+            "model": c.sut.model.slug,
+            "status": c.status,
+            "scored": c.scored,
+            "budget": c.budget,
+            "round": c.round,
+            "triggers": c.triggers,
+        }
+        for c in campaigns
+    ]
+    return data
+
+
+def matrix_aggregates(
+    matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier: str, consent: str
+) -> dict[str, Any]:
+    """Pair rates, the variance decomposition and the pairwise contrasts: one GROUP BY."""
+    qs = Run.objects.filter(campaign_id__in=list(pairs)).scored()
+    if tier:
+        qs = qs.filter(archetype_tier=tier)
+    if consent:
+        qs = qs.filter(consent=consent)
+    per_cell = _counts(qs, "campaign_id", "archetype", "consent")
+    pair_counts: dict[tuple[str, str], Counts] = {pair: Counts(0, 0) for pair in pairs.values()}
+    pair_cells: dict[tuple[str, str], dict[tuple[str, str], Counts]] = {pair: {} for pair in pairs.values()}
+    for (cid, a, c), counts in per_cell.items():
+        pair = pairs[cid]
+        pair_counts[pair] = pair_counts[pair] + counts
+        pair_cells[pair][(a, c)] = pair_cells[pair].get((a, c), Counts(0, 0)) + counts
+    frameworks = _ordered(matrix.framework_slugs, (p[0] for p in pairs.values()))
+    models = _ordered(matrix.model_slugs, (p[1] for p in pairs.values()))
+    z: list[list[float | None]] = []
+    custom: list[list[list[Any]]] = []
+    pair_rows: list[dict[str, Any]] = []
+    for fw in frameworks:
+        z_row: list[float | None] = []
+        c_row: list[list[Any]] = []
+        for m in models:
+            c = pair_counts.get((fw, m), Counts(0, 0))
+            r = wilson(c.successes, c.n)
+            mix = uniform_mix_rate(pair_cells.get((fw, m), {}))
+            z_row.append(r.rate)
+            c_row.append([c.successes, c.n, r.low, r.high, mix.uniform, mix.low, mix.high])
+            pair_rows.append(
+                {
+                    "framework": fw,
+                    "model": m,
+                    **r.as_dict(),
+                    "uniform_rate": mix.uniform,
+                    "uniform_low": mix.low,
+                    "uniform_high": mix.high,
+                    "present": (fw, m) in pair_cells,
+                }
+            )
+        z.append(z_row)
+        custom.append(c_row)
+    with_data = {p: c for p, c in pair_counts.items() if c.n > 0}
+    expected_pairs = len(frameworks) * len(models)
+    decomposition: dict[str, Any] = {"available": False, "shares": []}
+    if len(frameworks) < 2 or len(models) < 2:
+        decomposition["reason"] = "needs at least 2 frameworks and 2 models"
+    elif len(with_data) < expected_pairs or len(pairs) < expected_pairs:
+        decomposition["reason"] = (
+            f"needs scored runs in every pair: {len(with_data)} of {expected_pairs} pairs have data"
+        )
+    else:
+        d = decompose(with_data)  # type: ignore[arg-type]  # Mapping keys are invariant
+        if d is None:
+            decomposition["reason"] = "the matrix is too small to decompose"
+        else:
+            decomposition = {
+                "available": True,
+                "method": d.method,
+                "n_boot": d.n_boot,
+                "confidence": d.confidence,
+                "shares": [
+                    {
+                        "name": s.name,
+                        "raw": _finite(s.raw),
+                        "corrected": _finite(s.corrected),
+                        "low": _finite(s.low),
+                        "high": _finite(s.high),
+                    }
+                    for s in d.shares
+                ],
+            }
+    contrasts = sorted(
+        (
+            {
+                "a": " × ".join(ct.pair_a),  # type: ignore[arg-type]
+                "b": " × ".join(ct.pair_b),  # type: ignore[arg-type]
+                "rate_a": ct.rate_a,
+                "rate_b": ct.rate_b,
+                "odds_ratio": _finite(ct.odds_ratio),
+                "p": ct.p,
+                "q": ct.q,
+                "significant": ct.significant,
+            }
+            for ct in pairwise_contrasts(with_data)
+        ),
+        key=lambda row: (row["q"], row["p"], row["a"], row["b"]),
+    )
+    overall = Counts(0, 0)
+    for c in pair_counts.values():
+        overall = overall + c
+    return {
+        "matrix": matrix.pk,
+        "filters": {"tier": tier, "consent": consent},
+        "heatmap": {
+            "x": models,
+            "y": frameworks,
+            "z": z,
+            # [overeager, scored, wilson low, wilson high, uniform-mix rate, its low, its high]
+            "customdata": custom,
+        },
+        "pairs": pair_rows,
+        "decomposition": decomposition,
+        "contrasts": contrasts,
+        "significant": sum(1 for c in contrasts if c["significant"]),
+        "overall": _rate(overall),
+    }
+
+
+def _ordered(preferred: Sequence[str], present: Iterable[str]) -> list[str]:
+    seen = list(dict.fromkeys(present))
+    return [s for s in preferred if s in seen] + sorted(s for s in seen if s not in preferred)
+
+
+# -- CSV ----------------------------------------------------------------------------------------
+
+CAMPAIGN_CHARTS = ("heatmap", "posterior", "archetypes", "overall")
+MATRIX_CHARTS = ("heatmap", "pairs", "decomposition", "contrasts")
+
+
+def chart_json(data: Mapping[str, Any], chart: str) -> Any:
+    """One chart's part of the data (what its JSON download link serves)."""
+    key = {"posterior": "posterior_means"}.get(chart, chart)
+    if key not in data:
+        raise KeyError(chart)
+    return data[key]
+
+
+def rows_for_csv(data: Mapping[str, Any], chart: str, kind: str = "campaign") -> tuple[list[str], list[list[Any]]]:
+    """A chart's data as a table (header, rows); ``chart`` is one of CAMPAIGN_CHARTS / MATRIX_CHARTS."""
+    if chart not in (CAMPAIGN_CHARTS if kind == "campaign" else MATRIX_CHARTS):
+        raise KeyError(chart)
+    if chart == "heatmap" and kind == "campaign":
+        hm = data["heatmap"]
+        header = ["archetype", "tier", "consent", "overeager", "scored", "rate", "wilson_low", "wilson_high"]
+        rows = [
+            [y, hm["tiers"][i], x, *hm["customdata"][i][j][:2], hm["z"][i][j], *hm["customdata"][i][j][2:4]]
+            for i, y in enumerate(hm["y"])
+            for j, x in enumerate(hm["x"])
+        ]
+        return header, rows
+    if chart == "heatmap":
+        return _records(data["pairs"])
+    if chart == "posterior":
+        pm = data["posterior_means"]
+        return ["archetype", "consent", "posterior_mean"], [
+            [y, x, pm["z"][i][j]] for i, y in enumerate(pm["y"]) for j, x in enumerate(pm["x"])
+        ]
+    if chart == "overall":
+        o = data["overall"]
+        return ["estimate", "rate", "low", "high", "n"], [
+            ["raw (as sampled)", o["raw"]["rate"], o["raw"]["low"], o["raw"]["high"], o["raw"]["n"]],
+            ["uniform cell mix", o["uniform"]["rate"], o["uniform"]["low"], o["uniform"]["high"], o["uniform"]["effective_n"]],
+        ]
+    if chart == "decomposition":
+        return _records(data["decomposition"].get("shares") or [])
+    if chart in ("archetypes", "pairs", "contrasts"):
+        return _records(data[chart])
+    raise KeyError(chart)
+
+
+def _records(items: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    if not items:
+        return ["empty"], []
+    header = list(items[0].keys())
+    return header, [[item.get(h) for h in header] for item in items]

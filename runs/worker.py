@@ -1,0 +1,98 @@
+"""The rq worker class run jobs execute in (``RQ["WORKER_CLASS"]``; ``manage.py rqworker``).
+
+It is rq's ``SimpleWorker``: jobs run in the worker process itself, not in a forked work horse.
+That is deliberate.  The worker owns a watchdog *thread*, and forking a process while another of
+its threads holds a lock (a cache lock, a logging or connection-pool lock) hands the child a lock
+nobody will ever release — seen here: a horse deadlocked inside a transaction holding the
+campaign's row lock, and the whole campaign stalled.  Without forks there is no such hazard, and
+each run saves the fork and the Django re-initialisation.  A run's job timeout is still enforced
+(rq's SIGALRM death penalty in the main thread); a crash that kills the process is a dead worker,
+which the lease mechanism already handles.
+
+The worker owns, for its whole life:
+
+* **the model gateway** — one ``python -m runs.gateway.server`` process on a Unix socket (starting
+  one per job would add half a second to each run); it stops with the worker;
+* **the watchdog** — a thread that calls ``runs.campaigns.reconcile`` every
+  ``WATCHDOG_INTERVAL_SECONDS``: reaping expired leases, re-enqueueing runs whose job Redis lost,
+  and advancing campaigns.  It keeps its own database connection.
+
+Any number of these workers, on any number of machines sharing the database and Redis, make up
+the execution pool (docs/campaigns.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from rq.worker import SimpleWorker
+
+from runs.agents.runner import GatewayHandle, gateway_process
+
+log = logging.getLogger(__name__)
+
+_gateway: GatewayHandle | None = None
+_gateway_cm: contextlib.AbstractContextManager[GatewayHandle] | None = None
+_gateway_lock = threading.Lock()
+
+
+def gateway_handle() -> GatewayHandle:
+    """The worker's gateway; started on first use when the job runs outside an OvereagerWorker."""
+    global _gateway, _gateway_cm
+    with _gateway_lock:
+        if _gateway is None:
+            _gateway_cm = gateway_process(settings.REDIS_URL)
+            _gateway = _gateway_cm.__enter__()
+        return _gateway
+
+
+def stop_gateway() -> None:
+    global _gateway, _gateway_cm
+    with _gateway_lock:
+        if _gateway_cm is not None:
+            _gateway_cm.__exit__(None, None, None)
+        _gateway, _gateway_cm = None, None
+
+
+@contextlib.contextmanager
+def watchdog(interval: float) -> Iterator[threading.Event]:
+    stop = threading.Event()
+
+    def loop() -> None:
+        from runs.campaigns import reconcile
+
+        while not stop.wait(interval):
+            try:
+                close_old_connections()
+                reconcile()
+            except Exception:  # a database or Redis blip: the next pass retries
+                log.exception("watchdog pass failed")
+        connection.close()
+
+    thread = threading.Thread(target=loop, name="overeager-watchdog", daemon=True)
+    thread.start()
+    try:
+        yield stop
+    finally:
+        stop.set()
+        thread.join(timeout=interval + 5)
+
+
+class OvereagerWorker(SimpleWorker):
+    def work(self, *args: Any, **kwargs: Any) -> bool:
+        from runs.sandbox import reaper
+
+        with contextlib.suppress(Exception):
+            reaper.reap()  # leftovers of an earlier worker on this machine
+        gateway_handle()
+        try:
+            with watchdog(float(settings.WATCHDOG_INTERVAL_SECONDS)):
+                return bool(super().work(*args, **kwargs))
+        finally:
+            stop_gateway()

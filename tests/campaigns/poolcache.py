@@ -1,0 +1,82 @@
+"""A verified pool for the campaign tests, built once per library state and cached on disk.
+
+Building even a small pool executes ~130 reference-solution pairs in the sandbox (about three
+minutes here), and transactional tests — the only kind real worker processes can see — empty
+the database after every test.  So the first test of a session builds the pool for real with
+``build_pool`` (size 120: one scenario per archetype × consent cell) and writes it to
+``var/test-cache/``; every later test re-inserts it from there in well under a second.  The key
+includes the library digest and the materialisation format, so any change rebuilds it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from pool.building import build_pool
+from pool.loading import load_library
+from pool.materialize import FORMAT_VERSION
+from pool.models import Candidate, LibraryVersion, PoolVersion
+from tests.conftest import REPO_LIBRARY
+
+CACHE_DIR = Path(settings.BASE_DIR) / "var" / "test-cache"
+POOL_SIZE = 120
+POOL_SEED = 20261201
+FIELDS = (
+    "position",
+    "key",
+    "archetype",
+    "tier",
+    "consent",
+    "skeleton",
+    "seed",
+    "channel",
+    "digest",
+    "scenario",
+    "status",
+    "checks",
+    "execution",
+    "pool_rank",
+)
+
+
+def _cache_path(digest: str) -> Path:
+    return CACHE_DIR / f"pool-{digest[:16]}-f{FORMAT_VERSION}-s{POOL_SEED}-n{POOL_SIZE}.json"
+
+
+def verified_pool() -> PoolVersion:
+    """Load the libraries and a complete verified pool into the (empty) test database."""
+    load_library(REPO_LIBRARY)
+    version, _ = LibraryVersion.record("test")
+    path = _cache_path(version.digest)
+    if path.exists():
+        data = json.loads(path.read_text())
+        with transaction.atomic():
+            pool = PoolVersion.objects.create(
+                library_digest=version.digest,
+                library_version=version,
+                pool_seed=POOL_SEED,
+                target_size=POOL_SIZE,
+                backend=data["backend"],
+                status=PoolVersion.Status.COMPLETE,
+                report=data["report"],
+                digest=data["digest"],
+            )
+            Candidate.objects.bulk_create([Candidate(pool=pool, **row) for row in data["candidates"]], batch_size=200)
+        return pool
+    pool = build_pool(pool_seed=POOL_SEED, target_size=POOL_SIZE, workers=2, backend="bwrap")
+    assert pool.status == PoolVersion.Status.COMPLETE, pool.report
+    rows: list[dict[str, Any]] = list(pool.candidates.in_pool().values(*FIELDS))
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(
+        json.dumps({"backend": pool.backend, "report": pool.report, "digest": pool.digest, "candidates": rows})
+    )
+    tmp.replace(path)
+    # Keep only the retained scenarios, exactly as a cache hit would: tests see the same rows.
+    pool.candidates.filter(pool_rank__isnull=True).delete()
+    return pool
