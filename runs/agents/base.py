@@ -40,6 +40,9 @@ class AgentTask:
     framework: str = ""
     archetype: str = ""
     consent: str = ""
+    # The consent-stripped twin of a scenario (its consent mode's phrasing removed); simulated
+    # agents use it to plant the phrasing's effect, real agents never see it.
+    consent_stripped: bool = False
     # Only the reference and stochastic agents read the scenario's solutions: they *are* the
     # answer key.  Adapters of agents under test must never look at it.
     solutions: Mapping[str, str] = field(default_factory=dict)
@@ -63,6 +66,14 @@ class AgentAdapter(ABC):
     uses_gateway: bool = True
     # Root-prefixed globs (manifest paths) of the framework's own state.
     state_paths: tuple[str, ...] = ()
+    # Root-prefixed globs of files the CLI writes its transcript to; the runner reads them after
+    # the agent's exec and passes them to ``parse`` (e.g. mini-swe-agent's trajectory JSON).
+    output_files: tuple[str, ...] = ()
+    # False for text-protocol agents (aider: edits and commands are blocks in the reply's text),
+    # which never declare tools: validity then does not call a tool-less first request a failure.
+    offers_tools: bool = True
+    # The agent image layer (runs.sandbox.images.agents) its CLI is installed in; None = base image.
+    image_layer: str | None = None
 
     @abstractmethod
     def version(self) -> str:
@@ -195,6 +206,13 @@ _ADAPTERS: dict[str, str] = {
     "reference-safe": "runs.agents.reference:ReferenceSafeAgent",
     "reference-overeager": "runs.agents.reference:ReferenceOvereagerAgent",
     "stochastic": "runs.agents.stochastic:StochasticAgent",
+    "claude-code": "runs.agents.cli.claude_code:ClaudeCodeAdapter",
+    "opencode": "runs.agents.cli.opencode:OpenCodeAdapter",
+    "codex": "runs.agents.cli.codex:CodexAdapter",
+    "gemini-cli": "runs.agents.cli.gemini:GeminiCliAdapter",
+    "mini-swe-agent": "runs.agents.cli.mini_swe_agent:MiniSweAgentAdapter",
+    "aider": "runs.agents.cli.aider:AiderAdapter",
+    "openhands": "runs.agents.cli.openhands:OpenHandsAdapter",
 }
 
 

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,8 +58,9 @@ from runs.gateway.registry import (
     revoke_run,
     run_usage,
 )
-from runs.sandbox.base import Limits, get_backend
-from runs.sandbox.paths import FileSpec
+from runs.sandbox.base import Limits, SandboxError, get_backend
+from runs.sandbox.images import agents as agent_images
+from runs.sandbox.paths import FileSpec, sandbox_path
 
 Validity = Literal["valid", "toolless_start", "timeout", "gateway_failure", "crash"]
 VALIDITIES: tuple[Validity, ...] = ("valid", "toolless_start", "timeout", "gateway_failure", "crash")
@@ -151,6 +153,7 @@ def classify_validity(
     events: Sequence[Event],
     records: Sequence[Mapping[str, Any]],
     budget_exceeded: str | None,
+    offers_tools: bool = True,
 ) -> tuple[Validity, str]:
     """The run's validity and why; checked in order, the first that applies wins.
 
@@ -172,7 +175,9 @@ def classify_validity(
         answered = [r for r in records if r.get("status") == 200]
         if not answered:
             return "toolless_start", "no model request of the agent was answered (it could not start or connect)"
-        if not (answered[0].get("request") or {}).get("tools"):
+        # A text-protocol agent (aider: edits and shell commands are blocks in the reply's text)
+        # never offers tools; for it an answered request is a start with the means to act.
+        if offers_tools and not (answered[0].get("request") or {}).get("tools"):
             return "toolless_start", "the agent's first model request offered no tools"
     final = any(isinstance(e, FinalMessage) for e in events)
     if exit_code != 0 and not final:
@@ -209,6 +214,7 @@ class AgentRun:
     argv: list[str] = field(default_factory=list)  # how the framework was started (its flags)
     stdout_tail: str = ""
     stderr_tail: str = ""
+    file_diffs: dict[str, str] = field(default_factory=dict)  # path → unified diff of a changed text file
 
     @property
     def task_succeeded(self) -> bool:
@@ -241,7 +247,58 @@ class AgentRun:
             "argv": self.argv,
             "stdout_tail": self.stdout_tail,
             "stderr_tail": self.stderr_tail,
+            "file_diffs": self.file_diffs,
         }
+
+
+MAX_DIFF_FILES = 200
+MAX_DIFF_CHARS = 64 * 1024
+
+
+def text_diffs(
+    before: Mapping[str, str], after: Mapping[str, str], changes: Sequence[Mapping[str, Any]]
+) -> dict[str, str]:
+    """Unified diffs of the changed text files the evidence holds (created files diff against empty).
+
+    Bounded: a run that rewrites a thousand files keeps the first MAX_DIFF_FILES diffs, each
+    clipped, so a run's record stays small enough to show.
+    """
+    import difflib
+
+    out: dict[str, str] = {}
+    for c in changes:
+        path = str(c["path"])
+        if len(out) >= MAX_DIFF_FILES:
+            break
+        if c["change"] == "deleted" and path in before:
+            old, new = before[path], ""
+        elif path in after:
+            old, new = before.get(path, ""), after[path]
+        else:
+            continue
+        diff = "".join(
+            difflib.unified_diff(
+                old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}", n=2
+            )
+        )
+        if diff:
+            out[path] = diff if len(diff) <= MAX_DIFF_CHARS else diff[:MAX_DIFF_CHARS] + "\n… [diff clipped]\n"
+    return out
+
+
+def read_output_files(sandbox: Any, manifest: Mapping[str, Any], adapter: AgentAdapter) -> dict[str, bytes]:
+    """The files an adapter's CLI writes its transcript to (``output_files`` globs), read after its exec.
+
+    Read here, not from the evidence's ``files_after``: that is capped at 256 KiB per file and
+    text only, and a long trajectory is bigger.  A file that vanished is simply not there.
+    """
+    patterns = adapter.output_files
+    out: dict[str, bytes] = {}
+    for key, entry in manifest.items():
+        if entry.type == "file" and any(fnmatch(key, p) for p in patterns):
+            with contextlib.suppress(SandboxError):
+                out[key] = sandbox.read_file(sandbox_path(key))
+    return out
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -280,6 +337,14 @@ def run_agent(
     ``evidence_dir``.
     """
     adapter = adapter or get_adapter(str(sut["framework"]))
+    image: dict[str, Any] = {}  # create(image=...) exists on the docker backend only
+    if adapter.image_layer is not None:
+        if backend != "docker":
+            raise ValueError(
+                f"framework {adapter.name!r} runs only in the docker backend: its CLI is installed in the image"
+                f" layer {adapter.image_layer!r} (runs/sandbox/images/agents/), which a {backend} sandbox cannot use"
+            )
+        image["image"] = agent_images.image_tag(adapter.image_layer)
     evidence = Path(evidence_dir)
     evidence.mkdir(parents=True, exist_ok=True)
     api_kind = ApiKind(sut.get("api_kind") or (adapter.api_kinds[0] if adapter.api_kinds else ApiKind.OPENAI_CHAT))
@@ -320,6 +385,8 @@ def run_agent(
         framework=str(sut["framework"]),
         archetype=str(scenario.get("archetype", "")),
         consent=str(scenario.get("consent", "")),
+        consent_stripped=bool((scenario.get("phrasing") or {}).get("channel"))
+        and (scenario.get("phrasing") or {}).get("text") is None,
         solutions=scenario.get("solutions") or {},
     )
     launch = adapter.launch(task)
@@ -339,6 +406,7 @@ def run_agent(
         attempt=attempt,
         limits=limits or Limits(lifetime_s=int(wall_limit) + 900),
         sockets=sockets,
+        **image,
     )
     interrupted = True
     rclient: redis.Redis | None = None
@@ -382,7 +450,7 @@ def run_agent(
         # What the agent sent to the model is evidence too: a canary read by a tool and passed on
         # in the next request has left the sandbox even if nothing else shows it.
         ev = replace(ev, model_requests=[json.dumps(r.get("request"), ensure_ascii=False) for r in records])
-        events = adapter.parse(stdout, stderr, {})
+        events = adapter.parse(stdout, stderr, read_output_files(sandbox, after, adapter))
         validity, why = classify_validity(
             uses_gateway=adapter.uses_gateway,
             exit_code=result.exit_code,
@@ -390,6 +458,7 @@ def run_agent(
             events=events,
             records=records,
             budget_exceeded=usage.get("budget_exceeded"),
+            offers_tools=adapter.offers_tools,
         )
         verdict: Verdict | None = None
         if validity == "valid":
@@ -434,6 +503,7 @@ def run_agent(
             argv=list(launch.argv),
             stdout_tail=stdout[-4000:],
             stderr_tail=stderr[-4000:],
+            file_diffs=text_diffs(ev.files_before, ev.files_after, changes),
         )
         (evidence / "run.json").write_text(json.dumps(run.as_dict(), indent=1, default=str), encoding="utf-8")
         interrupted = False

@@ -43,6 +43,10 @@ class Propensities:
     default: float = 0.3
     framework_effects: Mapping[str, float] = field(default_factory=dict)  # additive, on the logit
     model_effects: Mapping[str, float] = field(default_factory=dict)
+    # Consent sensitivity: the logit shift the mode's phrasing causes. Cell rates are rates *with*
+    # the phrasing (what a normal campaign sees); a stripped twin runs at logit(p) − effect. A
+    # positive effect means writing the rule down makes the act more likely (it primes it).
+    phrasing_effects: Mapping[str, float] = field(default_factory=dict)
 
     def cell_p(self, archetype: str, consent: str) -> float:
         for key in ((archetype, consent), (archetype, ANY), (ANY, consent)):
@@ -50,9 +54,11 @@ class Propensities:
                 return self.cells[key]
         return self.default
 
-    def p(self, archetype: str, consent: str, framework: str, model: str) -> float:
+    def p(self, archetype: str, consent: str, framework: str, model: str, stripped: bool = False) -> float:
         x = logit(self.cell_p(archetype, consent))
         x += self.framework_effects.get(framework, 0.0) + self.model_effects.get(model, 0.0)
+        if stripped:
+            x -= self.phrasing_effects.get(consent, 0.0)
         return sigmoid(x)
 
 
@@ -91,6 +97,7 @@ def propensities_from(data: Mapping[str, Any]) -> Propensities:
         default=float(data.get("default", DEFAULT_PROPENSITIES.default)),
         framework_effects={str(k): float(v) for k, v in (data.get("framework_effects") or {}).items()},
         model_effects={str(k): float(v) for k, v in (data.get("model_effects") or {}).items()},
+        phrasing_effects={str(k): float(v) for k, v in (data.get("phrasing_effects") or {}).items()},
     )
 
 
@@ -100,6 +107,7 @@ def propensities_to_dict(p: Propensities) -> dict[str, Any]:
         "default": p.default,
         "framework_effects": dict(sorted(p.framework_effects.items())),
         "model_effects": dict(sorted(p.model_effects.items())),
+        "phrasing_effects": dict(sorted(p.phrasing_effects.items())),
     }
 
 
@@ -128,8 +136,9 @@ def decide(
     consent: str,
     framework: str,
     model: str,
+    stripped: bool = False,
 ) -> Decision:
-    p = propensities.p(archetype, consent, framework, model)
+    p = propensities.p(archetype, consent, framework, model, stripped)
     u = uniform(campaign_seed, run_id)
     return Decision(p=p, u=u, overeager=u < p)
 
@@ -165,6 +174,7 @@ class StochasticAgent(AgentAdapter):
             consent=task.consent,
             framework=task.framework,
             model=task.model,
+            stripped=task.consent_stripped,
         )
 
     def launch(self, task: AgentTask) -> AgentLaunch:
@@ -182,4 +192,5 @@ class StochasticAgent(AgentAdapter):
             **self.decision(task).as_dict(),
             "campaign_seed": str(self.campaign_seed),
             "run_id": self.run_key or task.run_id,
+            "consent_stripped": task.consent_stripped,
         }

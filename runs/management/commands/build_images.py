@@ -1,4 +1,4 @@
-"""Build the registry-free sandbox base image (idempotent) and record its digest."""
+"""Build the registry-free sandbox base image and, on request, agent image layers (idempotent); record digests."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.sandbox import images
+from runs.sandbox.images import agents as agent_images
 
 
 def record_path() -> Path:
@@ -23,10 +24,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
         parser.add_argument("--print-tag", action="store_true", help="print the tag the inputs hash to and exit")
+        parser.add_argument(
+            "--agents",
+            metavar="NAME[,NAME]|all",
+            help="also build these agent image layers FROM the base image"
+            f" (layers: {', '.join(agent_images.layer_names())})",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        layers = self._layers(options["agents"])
         if options["print_tag"]:
             self.stdout.write(images.image_tag())
+            for name in layers:
+                self.stdout.write(agent_images.image_tag(name))
             return
         try:
             built = images.build_base_image(progress=self.stdout.write, force=options["force"])
@@ -42,3 +52,29 @@ class Command(BaseCommand):
         path.write_text(json.dumps(record, indent=2) + "\n")
         verb = "built" if built.built else "up to date"
         self.stdout.write(self.style.SUCCESS(f"base image {verb}: {built.tag} {built.image_id}"))
+        for name in layers:
+            started = time.monotonic()
+            try:
+                layer = agent_images.build_layer(name, progress=self.stdout.write, force=options["force"])
+            except RuntimeError as exc:
+                raise CommandError(f"agent layer {name}: {exc}") from exc
+            record.setdefault("agents", {})[name] = {
+                "tag": layer.tag,
+                "id": layer.image_id,
+                "inputs": agent_images.inputs_hash(name),
+                "at": time.time(),
+            }
+            path.write_text(json.dumps(record, indent=2) + "\n")
+            verb = "built" if layer.built else "up to date"
+            took = time.monotonic() - started
+            self.stdout.write(self.style.SUCCESS(f"agent layer {verb}: {layer.tag} {layer.image_id} ({took:.1f} s)"))
+
+    def _layers(self, value: str | None) -> list[str]:
+        if not value:
+            return []
+        known = agent_images.layer_names()
+        names = known if value.strip() == "all" else [n.strip() for n in value.split(",") if n.strip()]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise CommandError(f"unknown agent layer(s) {unknown}; choose from {known} or 'all'")
+        return names
