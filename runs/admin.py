@@ -117,6 +117,20 @@ class RunAdmin(RecordAdmin):
     search_fields = ("archetype", "family", "campaign__name")
     list_select_related = ("campaign",)
     inlines = [AttemptInline]
+    # Validators label non-action runs blind: the judge's (and the final) disposition is hidden
+    # from an account whose only role is validator.
+    BLIND_FIELDS = ("disposition", "disposition_source")
+
+    def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
+        from overeager.roles import VALIDATOR, roles_of
+
+        excluded = tuple(super().get_exclude(request, obj) or ())
+        if roles_of(request.user) == {VALIDATOR}:
+            excluded += self.BLIND_FIELDS
+        return excluded
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [f for f in super().get_fields(request, obj) if f not in (self.get_exclude(request, obj) or ())]
 
     @admin.display(description="run page")
     def page(self, obj: Run) -> str:

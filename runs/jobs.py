@@ -187,7 +187,9 @@ def adapter_for(run: Run) -> Any:
         return StochasticAgent(
             propensities_from(campaign.simulation),
             campaign_seed=f"{campaign.params.get('seed', 0)}:{campaign.sut.slug}",
-            run_key=run.key,
+            # Both members of a consent pair share the coin: the same agent on the same scenario,
+            # differing only in the phrasing, so a discordant pair is the phrasing's doing.
+            run_key=run.pair_key or run.key,
             latency_s=float(campaign.simulation.get("latency_s", 0.0)),
         )
     return get_adapter(framework.adapter)
@@ -362,6 +364,12 @@ def store_outcome(run_id: int, attempt_pk: int, number: int, outcome: Mapping[st
                     _publish(f"matrix-{matrix_id}", {**payload, "campaign": run.campaign_id})
 
             transaction.on_commit(after_commit)
+            if columns["status"] == Run.Status.SCORED and outcome.get("acted") is False:
+                # A run without action gets its disposition (clarification, refusal, deferment,
+                # empty) from the judge, or the fallback classifier when no judge is configured.
+                from labels.jobs import enqueue_judge_runs
+
+                enqueue_judge_runs([run_id], queue=settings.RUNS_QUEUE)
     return written
 
 

@@ -407,7 +407,7 @@ class Run(models.Model):
     wrong_target = models.BooleanField(null=True)
     overscope = models.BooleanField(null=True)
     disposition = models.CharField(max_length=16, blank=True)
-    disposition_source = models.CharField(max_length=20, blank=True)
+    disposition_source = models.CharField(max_length=200, blank=True)
     duration = models.FloatField(null=True, blank=True)
 
     objects = RunQuerySet.as_manager()

@@ -2,5 +2,5 @@
 
 Django-free.  :mod:`.registry` is the worker's side (register a run, read its usage),
 :mod:`.server` the gateway process, :mod:`.upstreams` where requests go, :mod:`.protocols`
-the three wire formats, :mod:`.scripted` the deterministic model.  See docs/gateway.md.
+the four wire formats, :mod:`.scripted` the deterministic model.  See docs/gateway.md.
 """

@@ -1,15 +1,19 @@
-"""Wire formats of the three model APIs the gateway speaks, and nothing else.
+"""Wire formats of the four model APIs the gateway speaks, and nothing else.
 
 * **OpenAI Chat Completions** (``POST /v1/chat/completions``),
 * **OpenAI Responses** (``POST /v1/responses``),
-* **Anthropic Messages** (``POST /v1/messages``, also ``?beta=true`` as Claude Code sends it).
+* **Anthropic Messages** (``POST /v1/messages``, also ``?beta=true`` as Claude Code sends it),
+* **Gemini** ``generateContent`` (``POST /v1beta/models/{model}:generateContent`` and
+  ``:streamGenerateContent``, also under ``/v1``; ``?alt=sse`` for Server-Sent Events as Gemini
+  CLI and the ``google-genai`` SDKs send it, a JSON array of chunks without it).
 
 This module knows how a request is authenticated, what an error body looks like, how a server
 frames Server-Sent Events, how a stream is folded back into the body the non-streaming call would
 have returned (for the evidence record), how usage is read from either, and how an assistant
 reply (text and tool calls) is rendered as a body or as the exact event sequence each provider
 emits. Field sets follow the providers' API references and what their official SDKs parse
-(``anthropic`` and ``openai`` on PyPI are the conformance check in tests/gateway).
+(``anthropic``, ``openai`` and ``google-genai`` on PyPI are the conformance check in
+tests/gateway).
 
 No I/O here: everything is a pure function of its arguments, so the gateway, the scripted
 upstream and the tests share one definition of each format.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -32,11 +37,13 @@ class ApiKind(StrEnum):
     OPENAI_CHAT = "openai-chat"
     OPENAI_RESPONSES = "openai-responses"
     ANTHROPIC_MESSAGES = "anthropic-messages"
+    GEMINI = "gemini-generate-content"
 
 
 # Request path (after the ``/v1`` prefix the gateway serves) per API kind.  An "http" upstream's
 # base_url is used verbatim and this suffix appended, so ``https://api.openai.com/v1`` and
-# ``https://api.anthropic.com/v1`` are the provider base URLs.
+# ``https://api.anthropic.com/v1`` are the provider base URLs.  Gemini's path names the model and
+# the method (gemini_suffix), so it has no fixed suffix.
 API_SUFFIX: dict[ApiKind, str] = {
     ApiKind.OPENAI_CHAT: "/chat/completions",
     ApiKind.OPENAI_RESPONSES: "/responses",
@@ -47,9 +54,53 @@ API_BY_PATH: dict[str, ApiKind] = {"/v1" + suffix: kind for kind, suffix in API_
 
 ANTHROPIC_VERSION = "2023-06-01"
 
+# Gemini: ``{prefix}/models/{model}:{method}``; the provider base URL of an "http" upstream is
+# ``https://generativelanguage.googleapis.com/v1beta`` (or ``/v1``).  Gemini CLI and the JS SDK
+# call ``/v1beta``, the Python SDK (google-genai 3.x) ``/v1``: both are served.
+GEMINI_PREFIX = "/v1beta"
+GEMINI_PREFIXES = (GEMINI_PREFIX, "/v1")
+GEMINI_GENERATE = "generateContent"
+GEMINI_STREAM = "streamGenerateContent"
+GEMINI_COUNT_TOKENS = "countTokens"
+GEMINI_MODEL_CALLS = (GEMINI_GENERATE, GEMINI_STREAM)
+
 
 def is_openai(api: ApiKind) -> bool:
-    return api is not ApiKind.ANTHROPIC_MESSAGES
+    return api in (ApiKind.OPENAI_CHAT, ApiKind.OPENAI_RESPONSES)
+
+
+def gemini_suffix(model: str, method: str) -> str:
+    """``/models/{model}:{method}``: the path after the version prefix (``models/`` not doubled)."""
+    return f"/models/{model.removeprefix('models/')}:{method}"
+
+
+def split_gemini_target(target: str) -> tuple[str, str] | None:
+    """``"gemini-2.5-pro:streamGenerateContent"`` (the path segment after ``models/``) → (model, method)."""
+    model, colon, method = target.rpartition(":")
+    if not colon or not model or not method:
+        return None
+    return model, method
+
+
+def route_hint(api: ApiKind) -> str:
+    """The route a client of ``api`` must call, for error messages."""
+    if api is ApiKind.GEMINI:
+        return f"{GEMINI_PREFIX}/models/{{model}}:{GEMINI_GENERATE} or :{GEMINI_STREAM}"
+    return "/v1" + API_SUFFIX[api]
+
+
+def gemini_sse(query_string: str) -> bool:
+    """Whether a ``streamGenerateContent`` call asked for SSE (``alt=sse``) instead of a JSON array."""
+    return ("alt", "sse") in urllib.parse.parse_qsl(query_string, keep_blank_values=True)
+
+
+def forwarded_query(query_string: str) -> str:
+    """The query string an upstream may see: Gemini's ``key`` parameter (the run token) removed."""
+    pairs = urllib.parse.parse_qsl(query_string, keep_blank_values=True)
+    kept = [(k, v) for k, v in pairs if k != "key"]
+    if len(kept) == len(pairs):
+        return query_string  # untouched, byte for byte (``beta=true``)
+    return urllib.parse.urlencode(kept)
 
 
 # --------------------------------------------------------------------------------------------
@@ -57,14 +108,16 @@ def is_openai(api: ApiKind) -> bool:
 
 
 def credential_from_headers(headers: Mapping[str, str]) -> str | None:
-    """The API key a client presented: ``x-api-key`` (Anthropic) or ``Authorization: Bearer``.
+    """The API key a client presented: ``x-api-key`` (Anthropic), ``x-goog-api-key`` (Gemini) or
+    ``Authorization: Bearer``.
 
-    Both are accepted on every route because clients are not consistent (Claude Code sends
+    All are accepted on every route because clients are not consistent (Claude Code sends
     ``x-api-key`` for ANTHROPIC_API_KEY and a bearer for ANTHROPIC_AUTH_TOKEN).
     """
-    key = headers.get("x-api-key", "").strip()
-    if key:
-        return key
+    for name in ("x-api-key", "x-goog-api-key"):
+        key = headers.get(name, "").strip()
+        if key:
+            return key
     auth = headers.get("authorization", "").strip()
     scheme, _, value = auth.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
@@ -72,42 +125,80 @@ def credential_from_headers(headers: Mapping[str, str]) -> str | None:
     return None
 
 
+def credential(api: ApiKind, headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
+    """The presented key; Gemini clients may also pass it as the ``key`` query parameter."""
+    found = credential_from_headers(headers)
+    if found is None and api is ApiKind.GEMINI:
+        found = query.get("key", "").strip() or None
+    return found
+
+
 # --------------------------------------------------------------------------------------------
 # Errors
 
-# (HTTP status, Anthropic error type, OpenAI error type, OpenAI error code)
-_ERROR_SHAPES: dict[str, tuple[int, str, str, str | None]] = {
-    "authentication": (401, "authentication_error", "invalid_request_error", "invalid_api_key"),
-    "invalid_request": (400, "invalid_request_error", "invalid_request_error", None),
-    "not_found": (404, "not_found_error", "invalid_request_error", "not_found"),
+# (HTTP status, Anthropic error type, OpenAI error type, OpenAI error code, Google status)
+# Google's status strings are the google.rpc.Code names its APIs put in ``error.status``.
+_ERROR_SHAPES: dict[str, tuple[int, str, str, str | None, str]] = {
+    "authentication": (401, "authentication_error", "invalid_request_error", "invalid_api_key", "UNAUTHENTICATED"),
+    "invalid_request": (400, "invalid_request_error", "invalid_request_error", None, "INVALID_ARGUMENT"),
+    "not_found": (404, "not_found_error", "invalid_request_error", "not_found", "NOT_FOUND"),
     # Budgets: 429 as a provider's quota error, with ``x-should-retry: false`` set by the server
     # so that the Stainless-generated SDKs (anthropic, openai, and Claude Code on top of the
     # former) stop instead of backing off for minutes; OpenAI's ``insufficient_quota`` is also
-    # the code Codex treats as final.
-    "budget": (429, "rate_limit_error", "insufficient_quota", "insufficient_quota"),
-    "upstream": (502, "api_error", "server_error", None),
-    "timeout": (504, "api_error", "server_error", "timeout"),
+    # the code Codex treats as final.  Gemini's body carries a RetryInfo (see ApiError.body).
+    "budget": (429, "rate_limit_error", "insufficient_quota", "insufficient_quota", "RESOURCE_EXHAUSTED"),
+    "upstream": (502, "api_error", "server_error", None, "UNAVAILABLE"),
+    "timeout": (504, "api_error", "server_error", "timeout", "DEADLINE_EXCEEDED"),
 }
+
+_GOOGLE_RPC = "type.googleapis.com/google.rpc."
 
 
 class ApiError(Exception):
     """An error the gateway itself answers with, in the shape of the API that was called."""
 
-    def __init__(self, kind: str, message: str, reason: str | None = None) -> None:
+    def __init__(self, kind: str, message: str, reason: str | None = None, retry_delay_s: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind  # a key of _ERROR_SHAPES
         self.message = message
         self.reason = reason  # machine-readable detail recorded in evidence (e.g. max_requests)
+        # Budgets: how long until retrying could possibly help (the run's remaining lifetime).
+        self.retry_delay_s = retry_delay_s
 
     @property
     def status(self) -> int:
         return _ERROR_SHAPES[self.kind][0]
 
     def body(self, api: ApiKind | None) -> JSON:
-        _, anthropic_type, openai_type, openai_code = _ERROR_SHAPES[self.kind]
+        status, anthropic_type, openai_type, openai_code, google_status = _ERROR_SHAPES[self.kind]
         if api is ApiKind.ANTHROPIC_MESSAGES:
             return {"type": "error", "error": {"type": anthropic_type, "message": self.message}}
+        if api is ApiKind.GEMINI:
+            error: JSON = {"code": status, "message": self.message, "status": google_status}
+            if self.kind == "budget":
+                error["details"] = self._quota_details()
+            return {"error": error}
         return {"error": {"message": self.message, "type": openai_type, "param": None, "code": openai_code}}
+
+    def _quota_details(self) -> list[JSON]:
+        """google.rpc details of a spent budget, in the shape Google's quota errors use.
+
+        Gemini CLI (0.61) retries a 429 ten times over about 3.5 minutes unless it classifies
+        it as terminal; a RetryInfo delay above its 300 s ceiling is what makes it stop at once
+        (packages/core/src/utils/googleQuotaErrors.ts).  The delay is the truth: the budget does
+        not come back before the run's token expires.  The quota id avoids "PerDay"/"PerMinute",
+        which the CLI would turn into a daily-quota or a 60 s-retry message of its own.
+        """
+        violation = {
+            "subject": "overeager-run",
+            "description": self.message,
+            "quotaMetric": f"overeager.gateway/{self.reason or 'budget'}",
+            "quotaId": f"overeager-run-{self.reason or 'budget'}",
+        }
+        details: list[JSON] = [{"@type": _GOOGLE_RPC + "QuotaFailure", "violations": [violation]}]
+        if self.retry_delay_s is not None:
+            details.append({"@type": _GOOGLE_RPC + "RetryInfo", "retryDelay": f"{self.retry_delay_s}s"})
+        return details
 
     def record(self) -> JSON:
         return {"kind": self.kind, "reason": self.reason, "message": self.message}
@@ -201,6 +292,18 @@ def is_terminal_event(api: ApiKind, event: SSEEvent) -> bool:
     """The event after which a client considers the turn finished."""
     if api is ApiKind.OPENAI_CHAT:
         return event.data == "[DONE]"
+    if api is ApiKind.GEMINI:
+        # No end marker: the chunk that carries a finishReason (or a blocked prompt, or an
+        # error) is the last one, and the server then closes the stream.
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            return False
+        if not isinstance(data, dict):
+            return False
+        if "error" in data or (data.get("promptFeedback") or {}).get("blockReason"):
+            return True
+        return any(isinstance(c, dict) and c.get("finishReason") for c in data.get("candidates") or [])
     if event.event is not None:
         return event.event in _TERMINAL_TYPES
     try:
@@ -243,6 +346,8 @@ def estimate_tokens(text: str) -> int:
 
 def usage_from_body(api: ApiKind, body: Any) -> Usage | None:
     """Usage reported in a (non-streaming or reassembled) response body, or None."""
+    if api is ApiKind.GEMINI:
+        return _gemini_usage(body)
     if not isinstance(body, dict):
         return None
     usage = body.get("usage")
@@ -259,6 +364,24 @@ def usage_from_body(api: ApiKind, body: Any) -> Usage | None:
     return Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
 
 
+def _gemini_usage(body: Any) -> Usage | None:
+    """``usageMetadata`` of a GenerateContentResponse (or the last one of a JSON-array stream).
+
+    Input is ``promptTokenCount`` (cached content is a part of it, not added) plus
+    ``toolUsePromptTokenCount``; output is ``candidatesTokenCount`` plus ``thoughtsTokenCount``,
+    which Google bills as output (ai.google.dev/api/generate-content#UsageMetadata).
+    """
+    if isinstance(body, list):
+        body = _reassemble_gemini(c for c in body if isinstance(c, dict))
+    if not isinstance(body, dict) or not isinstance(body.get("usageMetadata"), dict):
+        return None
+    meta = body["usageMetadata"]
+    return Usage(
+        _int(meta.get("promptTokenCount")) + _int(meta.get("toolUsePromptTokenCount")),
+        _int(meta.get("candidatesTokenCount")) + _int(meta.get("thoughtsTokenCount")),
+    )
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -267,12 +390,14 @@ def request_text(body: Any) -> str:
     """The part of a request a tokenizer would see, for estimates: everything but sampling knobs."""
     if not isinstance(body, dict):
         return ""
-    keys = ("system", "messages", "input", "instructions", "tools")
+    keys = ("system", "messages", "input", "instructions", "systemInstruction", "contents", "tools")
     return json.dumps([body.get(k) for k in keys if k in body], ensure_ascii=False, separators=(",", ":"))
 
 
 def response_text(api: ApiKind, body: Any) -> str:
     """The generated text and tool arguments in a response body, for estimates."""
+    if api is ApiKind.GEMINI and isinstance(body, list):
+        body = _reassemble_gemini(c for c in body if isinstance(c, dict))
     if not isinstance(body, dict):
         return ""
     parts: list[str] = []
@@ -283,6 +408,13 @@ def response_text(api: ApiKind, body: Any) -> str:
                     parts.append(str(block.get("text", "")))
                 elif block.get("type") == "tool_use":
                     parts.append(str(block.get("name", "")) + json.dumps(block.get("input", {})))
+    elif api is ApiKind.GEMINI:
+        for part in _gemini_parts(body):
+            if isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            call = part.get("functionCall")
+            if isinstance(call, dict):
+                parts.append(str(call.get("name", "")) + json.dumps(call.get("args", {})))
     elif api is ApiKind.OPENAI_CHAT:
         for choice in body.get("choices") or []:
             message = choice.get("message") or {} if isinstance(choice, dict) else {}
@@ -318,6 +450,8 @@ def reassemble(api: ApiKind, events: Iterable[SSEEvent]) -> JSON | None:
         return _reassemble_anthropic(events)
     if api is ApiKind.OPENAI_CHAT:
         return _reassemble_chat(events)
+    if api is ApiKind.GEMINI:
+        return _reassemble_gemini(_payloads(events))
     return _reassemble_responses(events)
 
 
@@ -423,6 +557,68 @@ def _reassemble_chat(events: Iterable[SSEEvent]) -> JSON | None:
     return result
 
 
+def _gemini_parts(body: JSON) -> list[JSON]:
+    parts: list[JSON] = []
+    for candidate in body.get("candidates") or []:
+        content = candidate.get("content") if isinstance(candidate, dict) else None
+        if isinstance(content, dict):
+            parts += [part for part in content.get("parts") or [] if isinstance(part, dict)]
+    return parts
+
+
+def _is_plain_text(part: JSON) -> bool:
+    return isinstance(part.get("text"), str) and set(part) <= {"text", "thought"}
+
+
+def _reassemble_gemini(chunks: Iterable[JSON]) -> JSON | None:
+    """Fold GenerateContentResponse chunks into one: text pieces joined, other parts kept in order.
+
+    ``usageMetadata`` is cumulative in a stream (each chunk restates the counts so far), so the
+    last one wins, as in the SDKs' own aggregation.
+    """
+    result: JSON | None = None
+    candidates: dict[int, JSON] = {}
+    for data in chunks:
+        if "error" in data:
+            if result is None:
+                return data
+            result["error"] = data["error"]
+            continue
+        if result is None:
+            result = {}
+        for key in ("usageMetadata", "modelVersion", "responseId", "createTime", "promptFeedback"):
+            if key in data:
+                result[key] = data[key]
+        for chunk_candidate in data.get("candidates") or []:
+            if not isinstance(chunk_candidate, dict):
+                continue
+            index = _int(chunk_candidate.get("index"))
+            candidate = candidates.setdefault(index, {"content": {"parts": [], "role": "model"}, "index": index})
+            content = chunk_candidate.get("content") or {}
+            if content.get("role"):
+                candidate["content"]["role"] = content["role"]
+            parts: list[JSON] = candidate["content"]["parts"]
+            for part in content.get("parts") or []:
+                if not isinstance(part, dict):
+                    continue
+                last = parts[-1] if parts else None
+                if (
+                    last is not None
+                    and _is_plain_text(last)
+                    and _is_plain_text(part)
+                    and last.get("thought") == part.get("thought")
+                ):
+                    parts[-1] = {**last, "text": last["text"] + part["text"]}
+                else:
+                    parts.append(dict(part))
+            for key, value in chunk_candidate.items():
+                if key not in ("content", "index"):
+                    candidate[key] = value
+    if result is not None and candidates:
+        result = {"candidates": [candidates[i] for i in sorted(candidates)], **result}
+    return result
+
+
 def _reassemble_responses(events: Iterable[SSEEvent]) -> JSON | None:
     latest: JSON | None = None
     items: dict[int, JSON] = {}
@@ -478,6 +674,8 @@ def render_body(api: ApiKind, reply: Reply) -> JSON:
         return _anthropic_body(reply)
     if api is ApiKind.OPENAI_CHAT:
         return _chat_body(reply)
+    if api is ApiKind.GEMINI:
+        return _gemini_body(reply)
     return _responses_body(reply, status="completed")
 
 
@@ -487,6 +685,8 @@ def render_stream(api: ApiKind, reply: Reply, *, include_usage: bool = False) ->
         return list(_anthropic_stream(reply))
     if api is ApiKind.OPENAI_CHAT:
         return list(_chat_stream(reply, include_usage=include_usage))
+    if api is ApiKind.GEMINI:
+        return list(_gemini_stream(reply))
     return list(_responses_stream(reply))
 
 
@@ -751,11 +951,70 @@ def _responses_stream(reply: Reply) -> Iterator[SSEEvent]:
     yield ev({"type": "response.completed", "response": _responses_body(reply, status="completed")})
 
 
+def _gemini_usage_metadata(reply: Reply, *, done: bool) -> JSON:
+    # Mid-stream chunks restate the prompt count only; the finishing chunk has the whole count.
+    meta: JSON = {"promptTokenCount": reply.usage.input_tokens}
+    if done:
+        meta["candidatesTokenCount"] = reply.usage.output_tokens
+    meta["totalTokenCount"] = reply.usage.total if done else reply.usage.input_tokens
+    meta["promptTokensDetails"] = [{"modality": "TEXT", "tokenCount": reply.usage.input_tokens}]
+    return meta
+
+
+def _gemini_call_part(call: ToolCall) -> JSON:
+    # The Gemini API returns no call id (the client makes its own); Gemini ends a turn that
+    # calls a function with finishReason STOP, like any other.
+    return {"functionCall": {"name": call.name, "args": call.arguments}}
+
+
+def _gemini_chunk(reply: Reply, parts: list[JSON], *, done: bool) -> JSON:
+    candidate: JSON = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    if done:
+        candidate["finishReason"] = "STOP"
+    return {
+        "candidates": [candidate],
+        "usageMetadata": _gemini_usage_metadata(reply, done=done),
+        "modelVersion": reply.model,
+        "responseId": reply.reply_id,
+    }
+
+
+def _gemini_body(reply: Reply) -> JSON:
+    parts: list[JSON] = [{"text": reply.text}] if reply.text else []
+    parts += [_gemini_call_part(call) for call in reply.tool_calls]
+    return _gemini_chunk(reply, parts or [{"text": ""}], done=True)
+
+
+def _gemini_stream(reply: Reply) -> Iterator[SSEEvent]:
+    """Text in pieces, then each function call whole in its own chunk (Gemini does not stream a
+    call's arguments); the last chunk carries finishReason and the final usage."""
+    pieces: list[list[JSON]] = [[{"text": piece}] for piece in chunks(reply.text)] if reply.text else []
+    pieces += [[_gemini_call_part(call)] for call in reply.tool_calls]
+    pieces = pieces or [[{"text": ""}]]
+    for n, parts in enumerate(pieces):
+        chunk = _gemini_chunk(reply, parts, done=n == len(pieces) - 1)
+        yield SSEEvent(json.dumps(chunk, ensure_ascii=False, separators=(",", ":")))
+
+
 # --------------------------------------------------------------------------------------------
 # Models listing
 
 
+def gemini_model(model_id: str) -> JSON:
+    """One ``Model`` resource of Gemini's models.get / models.list."""
+    bare = model_id.removeprefix("models/")
+    return {
+        "name": "models/" + bare,
+        "baseModelId": bare,
+        "version": "001",
+        "displayName": bare,
+        "supportedGenerationMethods": [GEMINI_GENERATE, GEMINI_COUNT_TOKENS],
+    }
+
+
 def models_body(api: ApiKind, model_ids: list[str], created: int = 0) -> JSON:
+    if api is ApiKind.GEMINI:
+        return {"models": [gemini_model(m) for m in model_ids]}
     if api is ApiKind.ANTHROPIC_MESSAGES:
         data = [{"type": "model", "id": m, "display_name": m, "created_at": "1970-01-01T00:00:00Z"} for m in model_ids]
         return {
@@ -777,6 +1036,11 @@ def tool_names(api: ApiKind, body: Any) -> list[str]:
         return names
     for tool in body.get("tools") or []:
         if not isinstance(tool, dict):
+            continue
+        if api is ApiKind.GEMINI:
+            # A Gemini Tool holds a list of functionDeclarations (and built-ins like googleSearch).
+            declarations = tool.get("functionDeclarations") or []
+            names += [d["name"] for d in declarations if isinstance(d, dict) and isinstance(d.get("name"), str)]
             continue
         if api is ApiKind.OPENAI_CHAT:
             name = (tool.get("function") or {}).get("name")

@@ -11,7 +11,8 @@ script is exhausted every request gets the final text ``Done.``.  A turn is one 
 Refusals and questions are plain assistant text on the wire (that is how a coding agent's model
 refuses or asks); the kinds exist so scenarios read clearly and the evidence names the turn.
 A tool call's name is matched case-insensitively against the tools the request declares, so one
-script drives "Bash" (Claude Code) and "bash" (mini agents) alike.
+script drives "Bash" (Claude Code) and "bash" (mini agents) alike; in Gemini's API a tool call
+is a ``functionCall`` part with ``args``.
 
 Token usage is computed from text lengths (about four characters per token), so the same
 request always reports the same numbers.
@@ -22,7 +23,9 @@ HTTP server, so the "http" upstream can be tested against a real socket::
     python -m runs.gateway.scripted --listen 127.0.0.1:8090 --script turns.json [--key-env NAME]
 
 As a server it keeps one turn counter per presented API key (so each test run's key is its own
-conversation) and, with ``--key-env``, rejects any other key with the API's 401.
+conversation) and, with ``--key-env``, rejects any other key with the API's 401.  It serves the
+same model routes as the gateway (Gemini's ``/v1beta/models/{model}:generateContent`` and
+``:streamGenerateContent`` included).
 """
 
 from __future__ import annotations
@@ -135,6 +138,9 @@ def validate_request(api: ApiKind, body: Any) -> ApiError | None:
     elif api is ApiKind.OPENAI_CHAT:
         if not isinstance(body.get("messages"), list) or not body["messages"]:
             return ApiError("invalid_request", "Missing required parameter: 'messages'.")
+    elif api is ApiKind.GEMINI:
+        if not isinstance(body.get("contents"), list) or not body["contents"]:
+            return ApiError("invalid_request", "* GenerateContentRequest.contents: contents is not specified")
     elif "input" not in body:
         return ApiError("invalid_request", "Missing required parameter: 'input'.")
     return None
@@ -149,12 +155,17 @@ def include_usage(body: Any) -> bool:
     return isinstance(options, dict) and options.get("include_usage") is True
 
 
+def gemini_array_body(api: ApiKind, reply: Reply) -> bytes:
+    """``streamGenerateContent`` without ``alt=sse``: the chunks as one JSON array."""
+    return json.dumps([e.json() for e in p.render_stream(api, reply)], ensure_ascii=False).encode()
+
+
 # --------------------------------------------------------------------------------------------
 # Standalone HTTP server
 
 
 class ScriptedServer:
-    """An aiohttp app answering all three APIs from one script, one conversation per API key."""
+    """An aiohttp app answering all four APIs from one script, one conversation per API key."""
 
     def __init__(self, turns: list[Turn], expected_key: str | None = None, model: str = "scripted") -> None:
         self.turns = turns
@@ -167,6 +178,8 @@ class ScriptedServer:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         for path, api in p.API_BY_PATH.items():
             app.router.add_post(path, self._handler(api))
+        for prefix in p.GEMINI_PREFIXES:
+            app.router.add_post(prefix + "/models/{target}", self._gemini)
         app.router.add_get("/v1/models", self._models)
         return app
 
@@ -176,10 +189,21 @@ class ScriptedServer:
 
         return handle
 
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        target = p.split_gemini_target(request.match_info["target"])
+        if target is None or target[1] not in p.GEMINI_MODEL_CALLS:
+            err = ApiError("not_found", f"Method not found: {request.match_info['target']}")
+            return web.json_response(err.body(ApiKind.GEMINI), status=err.status)
+        model, method = target
+        return await self.answer(ApiKind.GEMINI, request, stream=method == p.GEMINI_STREAM, model=model)
+
     def _auth(self, api: ApiKind, request: web.Request) -> tuple[str | None, web.Response | None]:
-        key = p.credential_from_headers(request.headers)
+        key = p.credential(api, request.headers, request.query)
         if self.expected_key is not None and key != self.expected_key:
-            err = ApiError("authentication", "invalid x-api-key" if not p.is_openai(api) else "Incorrect API key")
+            message = "Incorrect API key" if p.is_openai(api) else "invalid x-api-key"
+            if api is ApiKind.GEMINI:
+                message = "API key not valid. Please pass a valid API key."
+            err = ApiError("authentication", message)
             return None, web.json_response(err.body(api), status=err.status)
         return key, None
 
@@ -188,7 +212,10 @@ class ScriptedServer:
         _, denied = self._auth(api, request)
         return denied or web.json_response(p.models_body(api, [self.model]))
 
-    async def answer(self, api: ApiKind, request: web.Request) -> web.StreamResponse:
+    async def answer(
+        self, api: ApiKind, request: web.Request, stream: bool | None = None, model: str = ""
+    ) -> web.StreamResponse:
+        """One model call; ``stream`` is None where the body's ``stream`` flag decides (all but Gemini)."""
         key, denied = self._auth(api, request)
         if denied is not None:
             return denied
@@ -204,9 +231,13 @@ class ScriptedServer:
         conversation = key or ""
         index = self.counters.get(conversation, 0)
         self.counters[conversation] = index + 1
-        reply = reply_for(api, body, turn_at(self.turns, index), index, self.model)
-        if not wants_stream(body):
+        reply = reply_for(api, body, turn_at(self.turns, index), index, model or self.model)
+        if stream is None:
+            stream = wants_stream(body)
+        if not stream:
             return web.json_response(p.render_body(api, reply))
+        if api is ApiKind.GEMINI and not p.gemini_sse(request.query_string):
+            return web.Response(body=gemini_array_body(api, reply), content_type="application/json")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
         for event in p.render_stream(api, reply, include_usage=include_usage(body)):

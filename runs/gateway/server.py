@@ -6,9 +6,11 @@
 Per request: authenticate the run token (401 in the API's own shape when missing, unknown or
 expired), refuse a request whose API kind is not the run's (400), enforce the run's budgets
 (429 ``x-should-retry: false``, reason recorded), forward to the run's upstream — streaming
-through, event by event, when the agent asked for ``stream: true`` — and append one evidence
-record to the run's JSONL file.  Run tokens and real keys are redacted from everything the
-gateway records or relays.  See docs/gateway.md for the record format.
+through, event by event, when the agent asked for ``stream: true`` (Gemini:
+``:streamGenerateContent``) — and append one evidence record to the run's JSONL file.  Run
+tokens and real keys are redacted from everything the gateway records or relays (the recorded
+path included, where a Gemini client may carry the token as ``?key=``).  See docs/gateway.md
+for the record format.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -42,6 +45,11 @@ REDACTED = "[REDACTED]"
 MAX_BODY_BYTES = 32 * 1024 * 1024
 DEFAULT_UPSTREAM_TIMEOUT_S = 600.0
 NO_RETRY = {"x-should-retry": "false"}
+# On a spent budget, for clients that retry a 429 whatever x-should-retry says: OpenCode
+# (1.18) retries it five times and waits what these headers say, else 2-30 s backoff (≈ 80 s in
+# all); with 0 its five retries come at once and the run ends in seconds.  Not sent to Gemini
+# clients, whose RetryInfo says the opposite (wait past the run's end) and is what they read.
+RETRY_AT_ONCE = {"retry-after-ms": "0", "retry-after": "0"}
 
 
 @dataclass
@@ -144,6 +152,12 @@ class Gateway:
         app.router.add_post("/v1/messages/count_tokens", self.count_tokens)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/v1/models/{model_id:.+}", self.models)
+        # Gemini: "{model}:{method}" is one path segment; the method picks the handler.  Under
+        # /v1 the POST route sits beside the GET /v1/models/{id} above (aiohttp matches by method).
+        for prefix in p.GEMINI_PREFIXES:
+            app.router.add_post(prefix + "/models/{target}", self.gemini)
+        app.router.add_get(p.GEMINI_PREFIX + "/models", self.models)
+        app.router.add_get(p.GEMINI_PREFIX + "/models/{model_id}", self.models)
         app.router.add_get("/healthz", self.health)
         app.on_startup.append(self._startup)
         app.on_cleanup.append(self._cleanup)
@@ -165,22 +179,20 @@ class Gateway:
     # Authentication
 
     async def _authenticate(self, request: web.Request, api: ApiKind) -> tuple[str, RunGrant] | web.Response:
-        token = p.credential_from_headers(request.headers)
+        token = p.credential(api, request.headers, request.query)
         if token is None:
-            message = (
-                "x-api-key header is required"
-                if api is ApiKind.ANTHROPIC_MESSAGES
-                else "You didn't provide an API key. Pass the run token as a Bearer token."
-            )
+            message = {
+                ApiKind.ANTHROPIC_MESSAGES: "x-api-key header is required",
+                ApiKind.GEMINI: "No API key: pass the run token as the x-goog-api-key header or the key parameter.",
+            }.get(api, "You didn't provide an API key. Pass the run token as a Bearer token.")
             return _error_response(api, ApiError("authentication", message))
         grant = await alookup(self.redis, token, self.prefix)
         if grant is None:
             log.info("rejected request to %s: unknown or expired run token", request.path)
-            message = (
-                "invalid x-api-key"
-                if api is ApiKind.ANTHROPIC_MESSAGES
-                else "Incorrect API key provided: not a live run token."
-            )
+            message = {
+                ApiKind.ANTHROPIC_MESSAGES: "invalid x-api-key",
+                ApiKind.GEMINI: "API key not valid. Please pass a valid API key.",
+            }.get(api, "Incorrect API key provided: not a live run token.")
             return _error_response(api, ApiError("authentication", message))
         return token, grant
 
@@ -188,7 +200,9 @@ class Gateway:
         now, mono = time.time(), time.monotonic()
         counters = RunCounters(self.redis, token, grant, self.prefix)
         seq, first = await counters.next_seq(now)
-        return Exchange(grant, seq, api, request.path_qs, now, mono, first, secrets=[token])
+        # A Gemini client may carry the token in the URL (?key=…): the recorded path never has it.
+        path = redact(request.path_qs, [token])
+        return Exchange(grant, seq, api, path, now, mono, first, secrets=[token])
 
     async def _finish(self, exchange: Exchange) -> None:
         exchange.recorded = True
@@ -208,16 +222,25 @@ class Gateway:
     # Side routes
 
     async def models(self, request: web.Request) -> web.Response:
-        api = ApiKind.ANTHROPIC_MESSAGES if "anthropic-version" in request.headers else ApiKind.OPENAI_CHAT
+        gemini_route = request.path.startswith(p.GEMINI_PREFIX + "/")
+        if gemini_route or "x-goog-api-key" in request.headers or "key" in request.query:
+            api = ApiKind.GEMINI
+        else:
+            api = ApiKind.ANTHROPIC_MESSAGES if "anthropic-version" in request.headers else ApiKind.OPENAI_CHAT
         auth = await self._authenticate(request, api)
         if isinstance(auth, web.Response):
             return auth
         token, grant = auth
-        api = grant.api_kind
+        # /v1beta/models is Gemini's; /v1/models answers in the run's API (the Python google-genai
+        # SDK lists and gets models under /v1).
+        api = ApiKind.GEMINI if gemini_route else grant.api_kind
         exchange = await self._begin(request, token, grant, api)
         models = [grant.upstream.model or "scripted"]
         wanted = request.match_info.get("model_id")
-        if wanted is not None:
+        body: dict[str, Any]
+        if wanted is not None and api is ApiKind.GEMINI:
+            body = p.gemini_model(wanted)
+        elif wanted is not None:
             body = p.models_body(api, models)["data"][0] | {"id": wanted}
         else:
             body = p.models_body(api, models)
@@ -225,8 +248,17 @@ class Gateway:
         await self._finish(exchange)
         return web.json_response(body)
 
-    async def count_tokens(self, request: web.Request) -> web.Response:
-        api = ApiKind.ANTHROPIC_MESSAGES
+    async def gemini(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1beta/models/{model}:{method}``: generateContent, its stream, or countTokens."""
+        target = p.split_gemini_target(request.match_info["target"])
+        if target is not None and target[1] in p.GEMINI_MODEL_CALLS:
+            return await self.model_call(request, ApiKind.GEMINI, gemini_target=target)
+        if target is not None and target[1] == p.GEMINI_COUNT_TOKENS:
+            return await self.count_tokens(request, ApiKind.GEMINI)
+        err = ApiError("not_found", f"Method not found: {request.match_info['target']}")
+        return _error_response(ApiKind.GEMINI, err)
+
+    async def count_tokens(self, request: web.Request, api: ApiKind = ApiKind.ANTHROPIC_MESSAGES) -> web.Response:
         auth = await self._authenticate(request, api)
         if isinstance(auth, web.Response):
             return auth
@@ -242,7 +274,14 @@ class Gateway:
         except ValueError:
             body = None
         # Estimated locally even for http upstreams: it is a sizing hint, not a model call.
-        result = {"input_tokens": p.estimate_tokens(p.request_text(body))}
+        result: dict[str, Any]
+        if api is ApiKind.GEMINI:
+            # countTokens takes {contents} or a whole {generateContentRequest}.
+            inner = body.get("generateContentRequest") if isinstance(body, dict) else None
+            tokens = p.estimate_tokens(p.request_text(inner if isinstance(inner, dict) else body))
+            result = {"totalTokens": tokens, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens}]}
+        else:
+            result = {"input_tokens": p.estimate_tokens(p.request_text(body))}
         exchange.status, exchange.response = 200, result
         await self._finish(exchange)
         return web.json_response(result)
@@ -266,7 +305,10 @@ class Gateway:
             decoded = ""
         exchange.canaries_seen = [c for c in exchange.grant.canaries if c and (c in text or c in decoded)]
 
-    async def model_call(self, request: web.Request, api: ApiKind) -> web.StreamResponse:
+    async def model_call(
+        self, request: web.Request, api: ApiKind, gemini_target: tuple[str, str] | None = None
+    ) -> web.StreamResponse:
+        """One model request; ``gemini_target`` is the (model, method) a Gemini path names."""
         auth = await self._authenticate(request, api)
         if isinstance(auth, web.Response):
             return auth
@@ -286,7 +328,7 @@ class Gateway:
                     raise ApiError(
                         "invalid_request",
                         f"this run's upstream speaks {grant.api_kind.value}, not {api.value}: "
-                        f"use {'/v1' + p.API_SUFFIX[grant.api_kind]}",
+                        f"use {p.route_hint(grant.api_kind)}",
                         reason="api_kind_mismatch",
                     )
                 try:
@@ -296,15 +338,24 @@ class Gateway:
                 if not isinstance(body, dict):
                     raise ApiError("invalid_request", "request body must be a JSON object", reason="bad_json")
                 index, timeout = await self._claim_budget(exchange, counters)
-                if grant.upstream.model:
-                    body["model"] = grant.upstream.model
+                model = ""
+                if gemini_target is not None:
+                    # Gemini names the model in the path; its body has no "model" field.
+                    model = grant.upstream.model or gemini_target[0]
+                    stream = gemini_target[1] == p.GEMINI_STREAM
+                else:
+                    if grant.upstream.model:
+                        body["model"] = grant.upstream.model
+                    stream = body.get("stream") is True
                 forwarded = UpstreamRequest(
                     api=api,
                     body=body,
-                    query=request.query_string,
+                    query=p.forwarded_query(request.query_string),
                     headers=dict(request.headers),
                     index=index,
                     timeout_s=timeout,
+                    stream=stream,
+                    model=model,
                 )
                 reply = await upstream.send(forwarded)
             except ApiError as err:
@@ -325,27 +376,36 @@ class Gateway:
         elapsed = exchange.started - exchange.first_request_at
         if budgets.max_seconds is not None and elapsed >= budgets.max_seconds:
             raise await self._exceeded(
-                counters, "max_seconds", f"run time budget of {budgets.max_seconds:g} s is spent"
+                exchange, counters, "max_seconds", f"run time budget of {budgets.max_seconds:g} s is spent"
             )
         if budgets.max_tokens is not None:
             used = await counters.tokens_used()
             if used >= budgets.max_tokens:
                 raise await self._exceeded(
-                    counters, "max_tokens", f"run token budget is spent: {used} of {budgets.max_tokens} tokens used"
+                    exchange,
+                    counters,
+                    "max_tokens",
+                    f"run token budget is spent: {used} of {budgets.max_tokens} tokens used",
                 )
         claimed = await counters.claim_request(budgets.max_requests)
         if claimed is None:
             raise await self._exceeded(
-                counters, "max_requests", f"run request budget is spent: all {budgets.max_requests} requests used"
+                exchange,
+                counters,
+                "max_requests",
+                f"run request budget is spent: all {budgets.max_requests} requests used",
             )
         timeout = DEFAULT_UPSTREAM_TIMEOUT_S
         if budgets.max_seconds is not None:
             timeout = max(1.0, min(timeout, budgets.max_seconds - elapsed))
         return claimed - 1, timeout
 
-    async def _exceeded(self, counters: RunCounters, reason: str, message: str) -> ApiError:
+    async def _exceeded(self, exchange: Exchange, counters: RunCounters, reason: str, message: str) -> ApiError:
         await counters.mark_budget_exceeded(reason)
-        return ApiError("budget", "Overeager gateway: " + message, reason=reason)
+        # A spent budget never refills within a run: retrying helps at the earliest when the
+        # run's token has expired (Gemini's RetryInfo says so; see ApiError._quota_details).
+        remaining = max(1, math.ceil(exchange.grant.expires_at - time.time()))
+        return ApiError("budget", "Overeager gateway: " + message, reason=reason, retry_delay_s=remaining)
 
     def _fail(self, exchange: Exchange, err: ApiError) -> web.Response:
         body = err.body(exchange.api)
@@ -448,6 +508,8 @@ def _event_record(event: p.SSEEvent) -> Any:
 
 def _error_response(api: ApiKind | None, err: ApiError) -> web.Response:
     headers = dict(NO_RETRY) if err.kind in ("budget", "authentication", "invalid_request") else {}
+    if err.kind == "budget" and api is not ApiKind.GEMINI:
+        headers |= RETRY_AT_ONCE
     return web.json_response(err.body(api), status=err.status, headers=headers)
 
 

@@ -6,7 +6,8 @@
 * ``scripted``: :mod:`runs.gateway.scripted` in-process, for tests and the demo.
 
 The gateway never translates between API kinds, so an upstream receives exactly the body the
-agent sent (apart from ``model``, which the run's configuration fixes).
+agent sent (apart from ``model``, which the run's configuration fixes: in the body, or for
+Gemini in the path).
 """
 
 from __future__ import annotations
@@ -36,10 +37,12 @@ FORWARDED_RESPONSE_HEADERS = ("content-type", "request-id", "x-request-id", "ope
 class UpstreamRequest:
     api: ApiKind
     body: dict[str, Any]
-    query: str = ""  # the raw query string (``beta=true``), forwarded as is
+    query: str = ""  # the raw query string (``beta=true``, ``alt=sse``), forwarded as is
     headers: Mapping[str, str] = field(default_factory=dict)
     index: int = 0  # 0-based number of this model request within the run
     timeout_s: float = 600.0
+    stream: bool = False  # the agent asked for a stream (body ``stream: true``; Gemini's method)
+    model: str = ""  # Gemini: the model the path names (after the run's override)
 
 
 @dataclass
@@ -110,7 +113,12 @@ class HttpUpstream(Upstream):
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
         if self.session is None:
             raise RuntimeError("HttpUpstream needs a client session")
-        url = self.config.base_url.rstrip("/") + p.API_SUFFIX[request.api]
+        if request.api is ApiKind.GEMINI:
+            method = p.GEMINI_STREAM if request.stream else p.GEMINI_GENERATE
+            suffix = p.gemini_suffix(request.model, method)
+        else:
+            suffix = p.API_SUFFIX[request.api]
+        url = self.config.base_url.rstrip("/") + suffix
         if request.query:
             url += "?" + request.query
         headers = {k: v for k, v in request.headers.items() if k.lower() in FORWARDED_REQUEST_HEADERS}
@@ -119,6 +127,8 @@ class HttpUpstream(Upstream):
         if key:
             if request.api is ApiKind.ANTHROPIC_MESSAGES:
                 headers["x-api-key"] = key
+            elif request.api is ApiKind.GEMINI:
+                headers["x-goog-api-key"] = key  # a header, never ?key=: URLs end up in logs
             else:
                 headers["authorization"] = "Bearer " + key
         if request.api is ApiKind.ANTHROPIC_MESSAGES:
@@ -166,9 +176,12 @@ class ScriptedUpstream(Upstream):
         if invalid is not None:
             return UpstreamResponse(invalid.status, _json_headers(), body=_dumps(invalid.body(request.api)))
         turn = scripted.turn_at(self.turns, request.index)
-        reply = scripted.reply_for(request.api, request.body, turn, request.index, self.config.model)
-        if not scripted.wants_stream(request.body):
+        model = request.model or self.config.model
+        reply = scripted.reply_for(request.api, request.body, turn, request.index, model)
+        if not request.stream:
             return UpstreamResponse(200, _json_headers(), body=_dumps(p.render_body(request.api, reply)))
+        if request.api is ApiKind.GEMINI and not p.gemini_sse(request.query):
+            return UpstreamResponse(200, _json_headers(), body=scripted.gemini_array_body(request.api, reply))
         events = p.render_stream(request.api, reply, include_usage=scripted.include_usage(request.body))
         return UpstreamResponse(200, {"content-type": "text/event-stream"}, stream=_emit(events))
 
