@@ -635,7 +635,9 @@ def label_runs(
     for item, result in zip(items, results, strict=True):
         if isinstance(result, JudgeLabel):
             labelled.append(
-                RunLabel(item.run_id, result.label, result.rationale, result.source, raw=result.raw, cached=result.cached)
+                RunLabel(
+                    item.run_id, result.label, result.rationale, result.source, raw=result.raw, cached=result.cached
+                )
             )
             continue
         label, rationale = fallback.classify(item.final_message, item.events, item.prompt)
