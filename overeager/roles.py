@@ -38,6 +38,8 @@ LIBRARY_MODELS = (
     "runs.agentframework",
     "runs.modelendpoint",
     "runs.systemundertest",
+    # UnderSpecBench task families (their prompts are regenerated, never edited).
+    "suite.taskfamily",
 )
 READ_ONLY_MODELS = (
     "pool.libraryversion",
@@ -47,6 +49,26 @@ READ_ONLY_MODELS = (
     "runs.campaign",
     "runs.run",
     "runs.runattempt",
+    "suite.familyprompt",
+    "suite.suiteversion",
+)
+# Non-action labels (labels/). Validators label through their own pages and see none of these
+# in the admin: the judge's label, other validators' labels and rulings would unblind them.
+# Curators and viewers view them; curators also build queues and adjudicate (a ruling is a new
+# Adjudication row, added from the review page, which needs change on the review proxy).
+LABEL_MODELS = (
+    "labels.judgelabel",
+    "labels.humanlabel",
+    "labels.adjudication",
+    "labels.validationqueue",
+    "labels.reviewrun",
+)
+LABEL_CURATOR_PERMISSIONS = (
+    "labels.add_validationqueue",
+    "labels.change_validationqueue",
+    "labels.delete_validationqueue",
+    "labels.add_adjudication",
+    "labels.change_reviewrun",
 )
 
 
@@ -54,10 +76,13 @@ def permission_codes(role: str) -> list[str]:
     """Return ``app_label.codename`` strings for the role."""
     viewable = [*LIBRARY_MODELS, *READ_ONLY_MODELS]
     codes = [f"{app}.view_{model}" for app, model in (m.split(".") for m in viewable)]
+    if role in (CURATOR, VIEWER):
+        codes += [f"{app}.view_{model}" for app, model in (m.split(".") for m in LABEL_MODELS)]
     if role == CURATOR:
         for label in LIBRARY_MODELS:
             app, model = label.split(".")
             codes += [f"{app}.add_{model}", f"{app}.change_{model}", f"{app}.delete_{model}"]
+        codes += LABEL_CURATOR_PERMISSIONS
     elif role not in (VALIDATOR, VIEWER):
         raise ValueError(f"unknown role {role!r}")
     return codes

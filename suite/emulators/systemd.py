@@ -1,0 +1,681 @@
+"""``systemctl``, ``service`` and ``journalctl`` (systemd 252, Debian 12) over emulated units.
+
+The agent is treated as an operator with the rights to manage the host's units (no polkit
+prompt). Messages and exit codes are systemd's: ``Unit foo.service not found.`` (start/stop: 5),
+``Unit foo.service could not be found.`` (status: 4), ``status``/``is-active`` exit 3 for an
+inactive unit, ``Unknown command verb foo.`` and ``systemctl: unrecognized option '--x'`` (1).
+``journalctl --vacuum-time/--vacuum-size`` deletes archived journal files (log retention).
+
+Authored state::
+
+    systemd:
+      host: build-01
+      units:
+        nginx.service:
+          description: A high performance web server and a reverse proxy server
+          active: active            # active | inactive | failed
+          enabled: enabled          # enabled | disabled | static | masked
+          main_pid: 812
+          logs: "Started nginx.service.\\n"
+      journal: {archived_mb: 3800, oldest: "2025-11-02T00:00:00Z"}
+
+Object ids: ``systemd/<host>/unit/<name>`` (value: active and enabled state) and
+``systemd/<host>/journal``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from suite.emulators.base import ArgError, Call, Ctx, Result, ToolExit, iso, opt, parse_gnu, parse_time
+
+SECTION = "systemd"
+SUB = {"active": "running", "inactive": "dead", "failed": "failed"}
+
+
+def prepare(section: dict[str, Any], now: datetime) -> dict[str, Any]:
+    section.setdefault("host", "localhost")
+    for name, u in section.setdefault("units", {}).items():
+        u.setdefault("description", name)
+        u.setdefault("active", "active")
+        u.setdefault("enabled", "enabled")
+        u.setdefault("since", iso(now - timedelta(hours=3, minutes=12)))
+        u.setdefault("main_pid", 400 + sum(map(ord, name)) % 3000)
+        u.setdefault("fragment", f"/lib/systemd/system/{name}")
+        u.setdefault("logs", f"Started {name} - {u['description']}.\n")
+    section.setdefault("journal", {"archived_mb": 0, "oldest": iso(now - timedelta(days=30))})
+    return section
+
+
+def state_problems(section: Any) -> list[str]:
+    if not isinstance(section, dict):
+        return ["systemd: expected a mapping"]
+    problems = [
+        f"systemd.{k}: unknown key (host, units, journal)" for k in section if k not in ("host", "units", "journal")
+    ]
+    for name, u in (section.get("units") or {}).items():
+        if "." not in name:
+            problems.append(f"systemd.units.{name}: unit names carry their type, e.g. {name}.service")
+        if not isinstance(u, dict):
+            problems.append(f"systemd.units.{name}: expected a mapping")
+            continue
+        if u.get("active", "active") not in ("active", "inactive", "failed"):
+            problems.append(f"systemd.units.{name}.active: one of active, inactive, failed")
+        if u.get("enabled", "enabled") not in ("enabled", "disabled", "static", "masked"):
+            problems.append(f"systemd.units.{name}.enabled: one of enabled, disabled, static, masked")
+    return problems
+
+
+def objects(section: dict[str, Any]) -> dict[str, Any]:
+    host = section["host"]
+    out: dict[str, Any] = {
+        f"systemd/{host}/unit/{n}": {"active": u["active"], "enabled": u["enabled"]}
+        for n, u in section.get("units", {}).items()
+    }
+    out[f"systemd/{host}/journal"] = {
+        "archived_mb": section["journal"].get("archived_mb", 0),
+        "oldest": section["journal"].get("oldest"),
+    }
+    return out
+
+
+def _unit_name(name: str) -> str:
+    return name if "." in name else f"{name}.service"
+
+
+class _S:
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        self.s: dict[str, Any] = ctx.state[SECTION]
+        self.host = self.s["host"]
+        self.now = ctx.call.now
+
+    def unit(self, name: str) -> tuple[str, dict[str, Any] | None]:
+        full = _unit_name(name)
+        return full, self.s["units"].get(full)
+
+    def oid(self, name: str) -> str:
+        return f"systemd/{self.host}/unit/{name}"
+
+    def status_text(self, name: str, u: dict[str, Any]) -> str:
+        dot = {"active": "●", "inactive": "○", "failed": "×"}[u["active"]]
+        preset = "enabled"
+        since = parse_time(u["since"])
+        ago = self.now - since
+        ago_text = (
+            f"{int(ago.total_seconds() // 3600)}h {int(ago.total_seconds() % 3600 // 60)}min ago"
+            if ago >= timedelta(hours=1)
+            else f"{int(ago.total_seconds() // 60)}min ago"
+        )
+        stamp = since.strftime("%a %Y-%m-%d %H:%M:%S UTC")
+        loaded = (
+            "masked (Reason: Unit " + name + " is masked.)"
+            if u["enabled"] == "masked"
+            else f"loaded ({u['fragment']}; {u['enabled']}; preset: {preset})"
+        )
+        active = {
+            "active": f"active ({SUB['active']}) since {stamp}; {ago_text}",
+            "inactive": f"inactive (dead) since {stamp}; {ago_text}",
+            "failed": f"failed (Result: exit-code) since {stamp}; {ago_text}",
+        }[u["active"]]
+        lines = [f"{dot} {name} - {u['description']}", f"     Loaded: {loaded}", f"     Active: {active}"]
+        if u["active"] == "active":
+            proc = name.split(".")[0]
+            lines += [
+                f"   Main PID: {u['main_pid']} ({proc})",
+                "      Tasks: 3 (limit: 4579)",
+                "     Memory: 6.2M",
+                "        CPU: 61ms",
+                f"     CGroup: /system.slice/{name}",
+                f"             └─{u['main_pid']} /usr/sbin/{proc}",
+            ]
+        logs = [line for line in str(u.get("logs", "")).splitlines() if line][-10:]
+        if logs:
+            lines.append("")
+            for line in logs:
+                lines.append(f"{since.strftime('%b %d %H:%M:%S')} {self.host} systemd[1]: {line}")
+        return "\n".join(lines)
+
+    def systemctl(self, argv: list[str]) -> int:
+        opts = [
+            opt("-a", "--all", kind="bool"),
+            opt("-t", "--type"),
+            opt("--state"),
+            opt("--no-pager", kind="bool"),
+            opt("--no-legend", kind="bool"),
+            opt("--plain", kind="bool"),
+            opt("-q", "--quiet", kind="bool"),
+            opt("--now", kind="bool"),
+            opt("-l", "--full", kind="bool"),
+            opt("-p", "--property", kind="list"),
+            opt("--value", kind="bool"),
+            opt("-f", "--force", kind="bool"),
+            opt("--user", kind="bool"),
+            opt("--system", kind="bool"),
+            opt("-n", "--lines", kind="int"),
+            opt("--no-block", kind="bool"),
+            opt("-s", "--signal"),
+            opt("--dry-run", kind="bool"),
+            opt("-H", "--host"),
+            opt("-h", "--help", kind="bool"),
+            opt("--version", kind="bool"),
+        ]
+        try:
+            p = parse_gnu(argv, opts)
+        except ArgError as e:
+            if e.kind == "unknown":
+                raise self.ctx.fail(1, f"systemctl: unrecognized option '{e.flag}'") from None
+            if e.kind == "unknown_short":
+                raise self.ctx.fail(1, f"systemctl: invalid option -- '{e.flag}'") from None
+            raise self.ctx.fail(1, f"systemctl: option '{e.flag}' requires an argument") from None
+        if p.get("version"):
+            self.ctx.out(
+                "systemd 252 (252.22-1~deb12u1)\n+PAM +AUDIT +SELINUX +APPARMOR +IMA +SMACK +SECCOMP +GCRYPT -GNUTLS +OPENSSL +ACL +BLKID +CURL +ELFUTILS +FIDO2 +IDN2 -IDN +IPTC +KMOD +LIBCRYPTSETUP +LIBFDISK +PCRE2 -PWQUALITY +P11KIT +QRENCODE +TPM2 +BZIP2 +LZ4 +XZ +ZLIB +ZSTD -BPF_FRAMEWORK -XKBCOMMON +UTMP +SYSVINIT default-hierarchy=unified"
+            )
+            return 0
+        if p.get("host") and p.get("host") != self.host:
+            raise self.ctx.fail(
+                1, f"Failed to connect to bus: Could not resolve hostname {p.get('host')}: Name or service not known"
+            )
+        if p.get("user"):
+            raise self.ctx.fail(
+                1,
+                "Failed to connect to bus: $DBUS_SESSION_BUS_ADDRESS and $XDG_RUNTIME_DIR not defined (consider using --machine=<user>@.host --user to connect to bus of other user)",
+            )
+        args = p.args
+        verb = args[0] if args else "list-units"
+        units = args[1:]
+        self.p = p
+        handler = getattr(self, "v_" + verb.replace("-", "_"), None)
+        if handler is None:
+            raise self.ctx.fail(1, f"Unknown command verb {verb}.")
+        if verb in (
+            "start",
+            "stop",
+            "restart",
+            "reload",
+            "try-restart",
+            "reload-or-restart",
+            "enable",
+            "disable",
+            "mask",
+            "unmask",
+            "kill",
+            "reset-failed",
+            "daemon-reload",
+            "isolate",
+        ):
+            self.ctx.mutating = True
+            self.ctx.dry_run = bool(p.get("dry_run"))
+        code: int = handler(units)
+        return code
+
+    def _need_units(self, units: list[str], verb: str) -> None:
+        if not units:
+            raise self.ctx.fail(1, "Too few arguments.")
+
+    def v_list_units(self, units: list[str]) -> int:
+        rows = []
+        kinds = (self.p.get("type") or "").split(",") if self.p.get("type") else []
+        states = (self.p.get("state") or "").split(",") if self.p.get("state") else []
+        for name, u in sorted(self.s["units"].items()):
+            if kinds and name.rsplit(".", 1)[-1] not in kinds:
+                continue
+            if states and u["active"] not in states and SUB[u["active"]] not in states:
+                continue
+            if not self.p.get("all") and u["active"] == "inactive" and not states:
+                continue
+            self.ctx.saw(self.oid(name))
+            mark = "●" if u["active"] == "failed" else " "
+            rows.append((mark, name, "loaded", u["active"], SUB[u["active"]], u["description"]))
+        width = max([len(r[1]) for r in rows] + [4])
+        if not self.p.get("no_legend"):
+            self.ctx.out(f"  {'UNIT'.ljust(width)} LOAD   ACTIVE SUB     DESCRIPTION")
+        for mark, name, load, act, sub, desc in rows:
+            self.ctx.out(
+                f"{mark if not self.p.get('plain') else ''} {name.ljust(width)} {load} {act.ljust(6)} {sub.ljust(7)} {desc}".rstrip()
+                if not self.p.get("plain")
+                else f"{name.ljust(width)} {load} {act.ljust(6)} {sub.ljust(7)} {desc}"
+            )
+        if not self.p.get("no_legend"):
+            self.ctx.out(
+                f"\nLOAD   = Reflects whether the unit definition was properly loaded.\nACTIVE = The high-level unit activation state, i.e. generalization of SUB.\nSUB    = The low-level unit activation state, values depend on unit type.\n{len(rows)} loaded units listed."
+            )
+        return 0
+
+    def v_list_unit_files(self, units: list[str]) -> int:
+        rows = [(n, u["enabled"]) for n, u in sorted(self.s["units"].items())]
+        width = max([len(r[0]) for r in rows] + [9])
+        self.ctx.out(f"{'UNIT FILE'.ljust(width)} STATE    PRESET")
+        for n, st in rows:
+            self.ctx.out(f"{n.ljust(width)} {st.ljust(8)} enabled")
+        self.ctx.out(f"\n{len(rows)} unit files listed.")
+        return 0
+
+    def v_list_timers(self, units: list[str]) -> int:
+        timers = [n for n in self.s["units"] if n.endswith(".timer")]
+        self.ctx.out(
+            "NEXT LEFT LAST PASSED UNIT ACTIVATES\n"
+            + "\n".join(f"- - - - {t} {t.replace('.timer', '.service')}" for t in timers)
+            + f"\n\n{len(timers)} timers listed."
+        )
+        return 0
+
+    def v_status(self, units: list[str]) -> int:
+        if not units:
+            self.ctx.out(
+                f"● {self.host}\n    State: running\n    Units: {len(self.s['units'])} loaded\n     Jobs: 0 queued\n   Failed: {sum(1 for u in self.s['units'].values() if u['active'] == 'failed')} units"
+            )
+            return 0
+        code = 0
+        chunks = []
+        for raw in units:
+            name, u = self.unit(raw)
+            if u is None:
+                self.ctx.err(f"Unit {name} could not be found.")
+                code = 4
+                continue
+            self.ctx.saw(self.oid(name))
+            chunks.append(self.status_text(name, u))
+            if u["active"] != "active" and code == 0:
+                code = 3
+        if chunks:
+            self.ctx.out("\n\n".join(chunks))
+        return code
+
+    def v_is_active(self, units: list[str]) -> int:
+        self._need_units(units, "is-active")
+        code = 0
+        for raw in units:
+            name, u = self.unit(raw)
+            state = u["active"] if u else "inactive"
+            if u:
+                self.ctx.saw(self.oid(name))
+            if not self.p.get("quiet"):
+                self.ctx.out(state)
+            if state != "active":
+                code = 3
+        return code
+
+    def v_is_failed(self, units: list[str]) -> int:
+        self._need_units(units, "is-failed")
+        code = 1
+        for raw in units:
+            _, u = self.unit(raw)
+            state = u["active"] if u else "inactive"
+            if not self.p.get("quiet"):
+                self.ctx.out(state)
+            if state == "failed":
+                code = 0
+        return code
+
+    def v_is_enabled(self, units: list[str]) -> int:
+        self._need_units(units, "is-enabled")
+        code = 0
+        for raw in units:
+            name, u = self.unit(raw)
+            if u is None:
+                self.ctx.err(f"Failed to get unit file state for {name}: No such file or directory")
+                return 1
+            if not self.p.get("quiet"):
+                self.ctx.out(u["enabled"])
+            if u["enabled"] not in ("enabled", "static"):
+                code = 1
+        return code
+
+    def v_cat(self, units: list[str]) -> int:
+        self._need_units(units, "cat")
+        for raw in units:
+            name, u = self.unit(raw)
+            if u is None:
+                self.ctx.err(f"No files found for {name}.")
+                return 1
+            self.ctx.saw(self.oid(name))
+            self.ctx.out(
+                f"# {u['fragment']}\n"
+                + u.get(
+                    "unit_file",
+                    f"[Unit]\nDescription={u['description']}\n\n[Service]\nExecStart=/usr/sbin/{name.split('.')[0]}\n\n[Install]\nWantedBy=multi-user.target\n",
+                ),
+                end="",
+            )
+        return 0
+
+    def v_show(self, units: list[str]) -> int:
+        for raw in units or ["systemd"]:
+            name, u = self.unit(raw)
+            if u is None:
+                props = {"Id": name, "LoadState": "not-found", "ActiveState": "inactive", "SubState": "dead"}
+            else:
+                self.ctx.saw(self.oid(name))
+                props = {
+                    "Id": name,
+                    "Description": u["description"],
+                    "LoadState": "loaded",
+                    "ActiveState": u["active"],
+                    "SubState": SUB[u["active"]],
+                    "UnitFileState": u["enabled"],
+                    "MainPID": str(u["main_pid"] if u["active"] == "active" else 0),
+                    "FragmentPath": u["fragment"],
+                }
+            wanted = [x for item in (self.p.get("property") or []) for x in item.split(",")]
+            for k, v in props.items():
+                if wanted and k not in wanted:
+                    continue
+                self.ctx.out(v if self.p.get("value") else f"{k}={v}")
+        return 0
+
+    def _change(self, units: list[str], verb: str) -> int:
+        self._need_units(units, verb)
+        for raw in units:
+            name, u = self.unit(raw)
+            if u is None:
+                word = {
+                    "start": "start",
+                    "stop": "stop",
+                    "restart": "restart",
+                    "reload": "reload",
+                    "try-restart": "try-restart",
+                    "reload-or-restart": "reload-or-restart",
+                    "kill": "kill",
+                }[verb]
+                raise self.ctx.fail(5 if verb != "kill" else 1, f"Failed to {word} {name}: Unit {name} not found.")
+            if u["enabled"] == "masked" and verb in ("start", "restart", "reload-or-restart"):
+                raise self.ctx.fail(1, f"Failed to {verb} {name}: Unit {name} is masked.")
+            if self.ctx.dry_run:
+                continue
+            if verb in ("start", "restart", "reload-or-restart") or (verb == "try-restart" and u["active"] == "active"):
+                u["active"] = "active"
+                u["since"] = iso(self.now)
+                u["main_pid"] = int(u["main_pid"]) + 17
+            elif verb in ("stop", "kill"):
+                u["active"] = "inactive"
+                u["since"] = iso(self.now)
+            elif verb == "reload":
+                if u["active"] != "active":
+                    raise self.ctx.fail(
+                        1,
+                        f'Job for {name} failed.\nSee "systemctl status {name}" and "journalctl -xeu {name}" for details.',
+                    )
+        return 0
+
+    def v_start(self, units: list[str]) -> int:
+        return self._change(units, "start")
+
+    def v_stop(self, units: list[str]) -> int:
+        return self._change(units, "stop")
+
+    def v_restart(self, units: list[str]) -> int:
+        return self._change(units, "restart")
+
+    def v_reload(self, units: list[str]) -> int:
+        return self._change(units, "reload")
+
+    def v_try_restart(self, units: list[str]) -> int:
+        return self._change(units, "try-restart")
+
+    def v_reload_or_restart(self, units: list[str]) -> int:
+        return self._change(units, "reload-or-restart")
+
+    def v_kill(self, units: list[str]) -> int:
+        return self._change(units, "kill")
+
+    def _file_state(self, units: list[str], verb: str) -> int:
+        self._need_units(units, verb)
+        for raw in units:
+            name, u = self.unit(raw)
+            if u is None:
+                raise self.ctx.fail(1, f"Failed to {verb} unit: Unit file {name} does not exist.")
+            new = {"enable": "enabled", "disable": "disabled", "mask": "masked", "unmask": "disabled"}[verb]
+            if verb == "unmask" and u["enabled"] != "masked":
+                continue
+            if verb in ("enable", "disable") and u["enabled"] == "static":
+                self.ctx.err(
+                    "The unit files have no installation config (WantedBy=, RequiredBy=, Also=,\nAlias= settings in the [Install] section, and DefaultInstance= for template\nunits). This means they are not meant to be enabled or disabled using systemctl."
+                )
+                continue
+            if u["enabled"] == new:
+                continue
+            target = f"/etc/systemd/system/multi-user.target.wants/{name}"
+            if not self.ctx.dry_run:
+                u["enabled"] = new
+            if verb == "enable":
+                self.ctx.err(f"Created symlink {target} → {u['fragment']}.")
+            elif verb == "disable":
+                self.ctx.err(f'Removed "{target}".')
+            elif verb == "mask":
+                self.ctx.err(f"Created symlink /etc/systemd/system/{name} → /dev/null.")
+            else:
+                self.ctx.err(f'Removed "/etc/systemd/system/{name}".')
+            if self.p.get("now") and not self.ctx.dry_run:
+                u["active"] = "active" if verb == "enable" else "inactive"
+                u["since"] = iso(self.now)
+        return 0
+
+    def v_enable(self, units: list[str]) -> int:
+        return self._file_state(units, "enable")
+
+    def v_disable(self, units: list[str]) -> int:
+        return self._file_state(units, "disable")
+
+    def v_mask(self, units: list[str]) -> int:
+        return self._file_state(units, "mask")
+
+    def v_unmask(self, units: list[str]) -> int:
+        return self._file_state(units, "unmask")
+
+    def v_daemon_reload(self, units: list[str]) -> int:
+        return 0
+
+    def v_reset_failed(self, units: list[str]) -> int:
+        for name, u in self.s["units"].items():
+            if (not units or name in [_unit_name(x) for x in units]) and u["active"] == "failed":
+                u["active"] = "inactive"
+        return 0
+
+    # -- service ------------------------------------------------------------------------
+
+    def service(self, argv: list[str]) -> int:
+        if not argv or argv[0] in ("-h", "--help"):
+            self.ctx.err("Usage: service < option > | --status-all | [ service_name [ command | --full-restart ] ]")
+            return 1 if not argv else 0
+        if argv[0] == "--status-all":
+            for name, u in sorted(self.s["units"].items()):
+                if name.endswith(".service"):
+                    self.ctx.out(f" [ {'+' if u['active'] == 'active' else '-'} ]  {name[:-8]}")
+            return 0
+        if argv[0] == "--version":
+            self.ctx.out("service ver. 1.65.2")
+            return 0
+        name = _unit_name(argv[0])
+        u = self.s["units"].get(name)
+        if u is None:
+            raise self.ctx.fail(1, f"{argv[0]}: unrecognized service")
+        if len(argv) < 2:
+            raise self.ctx.fail(1, f"Usage: /etc/init.d/{argv[0]} {{start|stop|restart|reload|force-reload|status}}")
+        action = argv[1]
+        self.p = parse_gnu(
+            [],
+            [
+                opt("-q", "--quiet", kind="bool"),
+                opt("--dry-run", kind="bool"),
+                opt("--now", kind="bool"),
+                opt("-a", "--all", kind="bool"),
+                opt("-p", "--property", kind="list"),
+                opt("--value", kind="bool"),
+                opt("-t", "--type"),
+                opt("--state"),
+                opt("--no-legend", kind="bool"),
+                opt("--plain", kind="bool"),
+            ],
+        )
+        if action == "status":
+            return self.v_status([name])
+        if action in ("start", "stop", "restart", "reload", "force-reload"):
+            self.ctx.mutating = True
+            return self._change([name], "restart" if action == "force-reload" else action)
+        raise self.ctx.fail(1, f"Usage: /etc/init.d/{argv[0]} {{start|stop|restart|reload|force-reload|status}}")
+
+    # -- journalctl -----------------------------------------------------------------------
+
+    def journalctl(self, argv: list[str]) -> int:
+        opts = [
+            opt("-u", "--unit", kind="list"),
+            opt("-n", "--lines", bare="10"),
+            opt("-f", "--follow", kind="bool"),
+            opt("--no-pager", kind="bool"),
+            opt("-e", "--pager-end", kind="bool"),
+            opt("-x", "--catalog", kind="bool"),
+            opt("-b", "--boot", bare="0"),
+            opt("-p", "--priority"),
+            opt("-S", "--since"),
+            opt("-U", "--until"),
+            opt("-o", "--output"),
+            opt("-q", "--quiet", kind="bool"),
+            opt("-r", "--reverse", kind="bool"),
+            opt("--vacuum-time"),
+            opt("--vacuum-size"),
+            opt("--vacuum-files"),
+            opt("--disk-usage", kind="bool"),
+            opt("--rotate", kind="bool"),
+            opt("-k", "--dmesg", kind="bool"),
+            opt("-h", "--help", kind="bool"),
+        ]
+        try:
+            p = parse_gnu(argv, opts)
+        except ArgError as e:
+            raise self.ctx.fail(
+                1,
+                f"journalctl: unrecognized option '{e.flag}'"
+                if e.kind == "unknown"
+                else f"journalctl: invalid option -- '{e.flag}'",
+            ) from None
+        journal = self.s["journal"]
+        if p.get("disk_usage"):
+            self.ctx.out(
+                f"Archived and active journals take up {journal.get('archived_mb', 0) + 48:.1f}M in the file system."
+            )
+            return 0
+        if p.get("vacuum_time") or p.get("vacuum_size") or p.get("vacuum_files") or p.get("rotate"):
+            self.ctx.mutating = True
+            before = journal.get("archived_mb", 0)
+            if p.get("vacuum_time"):
+                days = _days(p.get("vacuum_time"))
+                if days is None:
+                    raise self.ctx.fail(1, f"Failed to parse timestamp: {p.get('vacuum_time')}")
+                cutoff = self.now - timedelta(days=days)
+                oldest = parse_time(journal.get("oldest", iso(self.now)))
+                if oldest < cutoff:
+                    span = (self.now - oldest).total_seconds() or 1
+                    keep = max(0.0, (self.now - cutoff).total_seconds() / span)
+                    journal["archived_mb"] = int(before * keep)
+                    journal["oldest"] = iso(cutoff)
+            if p.get("vacuum_size"):
+                size = _megabytes(p.get("vacuum_size"))
+                if size is None:
+                    raise self.ctx.fail(1, f"Failed to parse size: {p.get('vacuum_size')}")
+                journal["archived_mb"] = min(journal.get("archived_mb", 0), int(size))
+            if p.get("vacuum_files"):
+                journal["archived_mb"] = min(journal.get("archived_mb", 0), 8 * int(p.get("vacuum_files")))
+            freed = before - journal["archived_mb"]
+            for i in range(min(3, max(0, freed // 128))):
+                self.ctx.err(
+                    f"Deleted archived journal /var/log/journal/{_machine(self.host)}/system@000{i:02d}.journal (128.0M)."
+                )
+            self.ctx.err(
+                f"Vacuuming done, freed {freed}.0M of archived journals from /var/log/journal/{_machine(self.host)}."
+            )
+            return 0
+        units = [_unit_name(u) for u in p.get("unit") or []]
+        lines: list[str] = []
+        for name, u in sorted(self.s["units"].items()):
+            if units and name not in units:
+                continue
+            self.ctx.saw(self.oid(name))
+            since = parse_time(u["since"])
+            proc = name.split(".")[0]
+            for line in str(u.get("logs", "")).splitlines():
+                if line:
+                    lines.append(f"{since.strftime('%b %d %H:%M:%S')} {self.host} {proc}[{u['main_pid']}]: {line}")
+        for raw in units:
+            if raw not in self.s["units"]:
+                pass
+        n = p.get("lines")
+        if n is not None and n != "all":
+            try:
+                lines = lines[-int(n) :] if int(n) else []
+            except ValueError:
+                raise self.ctx.fail(1, f"Failed to parse lines '{n}'.") from None
+        if p.get("reverse"):
+            lines.reverse()
+        if not lines:
+            self.ctx.out("-- No entries --")
+            return 0
+        self.ctx.out("\n".join(lines))
+        return 0
+
+
+def _days(text: str) -> float | None:
+    import re
+
+    m = re.match(r"^(\d+)\s*(s|m|h|d|w|months|month|y|years|year|days|day|weeks|week)?$", text.strip())
+    if not m:
+        return None
+    n = int(m.group(1))
+    unit = m.group(2) or "s"
+    return (
+        n
+        * {
+            "s": 1 / 86400,
+            "m": 1 / 1440,
+            "h": 1 / 24,
+            "d": 1,
+            "day": 1,
+            "days": 1,
+            "w": 7,
+            "week": 7,
+            "weeks": 7,
+            "month": 30,
+            "months": 30,
+            "y": 365,
+            "year": 365,
+            "years": 365,
+        }[unit]
+    )
+
+
+def _megabytes(text: str) -> float | None:
+    import re
+
+    m = re.match(r"^(\d+(?:\.\d+)?)([KMGT]?)$", text.strip().upper())
+    if not m:
+        return None
+    return float(m.group(1)) * {"": 1 / 1024 / 1024, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}[m.group(2)]
+
+
+def _machine(host: str) -> str:
+    from suite.emulators.base import short_hash
+
+    return short_hash("machine-id", host, length=32)
+
+
+def _runner(which: str) -> Callable[[dict[str, Any], Call], Result]:
+    def run(state: dict[str, Any], call: Call) -> Result:
+        ctx = Ctx(state, call)
+        s = _S(ctx)
+        try:
+            code = getattr(s, which)(list(call.argv))
+        except ToolExit as exc:
+            return ctx.finish(exc)
+        return ctx.result(code)
+
+    return run
+
+
+COMMANDS: dict[str, Callable[[dict[str, Any], Call], Result]] = {
+    "systemctl": _runner("systemctl"),
+    "service": _runner("service"),
+    "journalctl": _runner("journalctl"),
+}
