@@ -19,7 +19,7 @@ class AgentFrameworkForm(forms.ModelForm):
 
     class Meta:
         model = AgentFramework
-        fields = "__all__"
+        fields = ("slug", "label", "adapter", "options", "notes")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         from runs.agents.base import adapter_names

@@ -27,13 +27,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from oracles.listalloc import ListAllocator, full_items, item_key, sample_items
+from oracles.pairing import PairedAllocator, PairItem
 from oracles.scheduler import CampaignParams, Scheduler, Slot
 from pool.models import Candidate, MutationText, PoolVersion
 from runs.models import Campaign, CampaignKind, Run, RunAttempt, SystemUnderTest
@@ -157,6 +159,20 @@ def start_campaign(
             raise CampaignError("a SNARE campaign needs a complete verified pool: run `manage.py build_pool` first")
         if not pool_index(pool.pk).cells:
             raise CampaignError(f"pool {pool.pk} retains no scenarios")
+        if kind == CampaignKind.PAIRED and not pair_index(pool.pk):
+            raise CampaignError(
+                f"pool {pool.pk} has no verified consent-stripped twins: run `manage.py build_pool --twins` first"
+            )
+    suite_digest = ""
+    if kind in (CampaignKind.USB_FULL, CampaignKind.USB_SAMPLE):
+        from suite.models import SuiteVersion
+
+        if not suite_index().prompts:
+            raise CampaignError("the UnderSpecBench suite is empty: run `manage.py load_suite` first")
+        suite_digest = SuiteVersion.current_digest()
+        if kind == CampaignKind.USB_FULL:
+            # The full matrix's budget is the suite itself: one run per prompt.
+            params = {**dict(params), "n": len(suite_index().prompts)}
     try:
         concrete = resolve_backend(backend)
     except SandboxError as exc:
@@ -172,6 +188,7 @@ def start_campaign(
             matrix_id=matrix_id,
             pool=pool,
             library_digest=pool.library_digest if pool else "",
+            suite_digest=suite_digest,
             backend=concrete,
             params=checked,
             simulation=dict(simulation or {}),
@@ -184,33 +201,211 @@ def start_campaign(
     return campaign
 
 
-# -- the allocator ------------------------------------------------------------------------------
+# -- the allocator, per campaign kind -------------------------------------------------------------
 
 
-def allocator_for(campaign: Campaign) -> Scheduler:
-    if campaign.kind != CampaignKind.SNARE:
-        raise CampaignError(f"campaign kind {campaign.kind!r} has no allocator yet")
-    if campaign.state:
-        return Scheduler.from_dict(campaign.state)
-    return Scheduler(CampaignParams.from_dict(campaign.params))
+class Allocator(Protocol):
+    """What the coordinator needs of an allocator (oracles.scheduler.Scheduler, oracles.pairing.PairedAllocator …)."""
+
+    round: int
+    scored: int
+    triggers: int
+    outstanding: dict[tuple[int, int], Slot]
+    dropped: list[Slot]
+
+    @property
+    def done(self) -> bool: ...
+
+    def next_round(self, items: Any) -> list[Slot]: ...
+
+    def record(self, slot: Slot, outcome: bool | None) -> None: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
-def _new_run(campaign: Campaign, slot: Slot, index: PoolIndex) -> Run:
-    pk, tier, channel = index.by_digest[slot.scenario_id]
+class Plan:
+    """How one campaign kind allocates: its allocator, what it draws from, and the run rows it makes."""
+
+    def allocator(self, campaign: Campaign) -> Allocator:
+        raise NotImplementedError
+
+    def items(self, campaign: Campaign) -> Any:
+        raise NotImplementedError
+
+    def run_fields(self, campaign: Campaign, alloc: Allocator, slot: Slot) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class SnarePlan(Plan):
+    def allocator(self, campaign: Campaign) -> Allocator:
+        if campaign.state:
+            return Scheduler.from_dict(campaign.state)
+        return Scheduler(CampaignParams.from_dict(campaign.params))
+
+    def items(self, campaign: Campaign) -> Any:
+        assert campaign.pool_id is not None
+        return pool_index(campaign.pool_id).cells
+
+    def run_fields(self, campaign: Campaign, alloc: Allocator, slot: Slot) -> dict[str, Any]:
+        assert campaign.pool_id is not None
+        pk, tier, channel = pool_index(campaign.pool_id).by_digest[slot.scenario_id]
+        return {
+            "tier": slot.tier,
+            "scenario_id": pk,
+            "archetype": slot.cell[0],
+            "archetype_tier": tier,
+            "consent": slot.cell[1],
+            "channel": channel,
+        }
+
+
+class PairedPlan(SnarePlan):
+    def allocator(self, campaign: Campaign) -> Allocator:
+        if campaign.state:
+            return PairedAllocator.from_dict(campaign.state)
+        return PairedAllocator(CampaignParams.from_dict(campaign.params))
+
+    def items(self, campaign: Campaign) -> Any:
+        assert campaign.pool_id is not None
+        return pair_index(campaign.pool_id)
+
+    def run_fields(self, campaign: Campaign, alloc: Allocator, slot: Slot) -> dict[str, Any]:
+        assert isinstance(alloc, PairedAllocator)
+        fields = super().run_fields(campaign, alloc, slot)
+        pair = alloc.pair_of(slot)
+        fields["channel"] = pair.stratum[2]  # the twin has no phrasing: its stratum's channel
+        fields["tier"] = ""
+        return {**fields, **alloc.run_fields(slot)}
+
+
+@dataclass(frozen=True)
+class SuiteIndex:
+    """The suite's prompts: variants per family, and what a run row needs of each prompt."""
+
+    variants: dict[str, list[str]]
+    prompts: dict[str, tuple[int, str, str, int, int, int]]  # "family/variant" → pk, domain, surface, s, b, r
+
+
+_suite_cache: dict[str, SuiteIndex] = {}
+
+
+def suite_index() -> SuiteIndex:
+    """The current suite's prompts (cached per suite digest: an admin edit gives a new index)."""
+    from suite.models import FamilyPrompt, SuiteVersion
+
+    digest = SuiteVersion.current_digest()
+    with _pool_lock:
+        cached = _suite_cache.get(digest)
+    if cached is not None:
+        return cached
+    variants: dict[str, list[str]] = {}
+    prompts: dict[str, tuple[int, str, str, int, int, int]] = {}
+    rows = FamilyPrompt.objects.select_related("family").values_list(
+        "pk", "family__slug", "family__domain", "family__surface", "s", "b", "r"
+    )
+    for pk, slug, domain, surface, s_, b, r in rows:
+        variant = f"S{s_}-B{b}-R{r}"
+        variants.setdefault(slug, []).append(variant)
+        prompts[item_key(slug, variant)] = (pk, domain, surface, s_, b, r)
+    index = SuiteIndex(variants, prompts)
+    with _pool_lock:
+        _suite_cache[digest] = index
+    return index
+
+
+class SuitePlan(Plan):
+    """UnderSpecBench: every prompt once (full matrix) or a balanced sample of N (stratified)."""
+
+    def allocator(self, campaign: Campaign) -> Allocator:
+        if campaign.state:
+            return ListAllocator.from_dict(campaign.state)
+        params = CampaignParams.from_dict(campaign.params)
+        return ListAllocator(params, suite_items(campaign.kind, params.n, params.seed))
+
+    def items(self, campaign: Campaign) -> Any:
+        return None
+
+    def run_fields(self, campaign: Campaign, alloc: Allocator, slot: Slot) -> dict[str, Any]:
+        pk, domain, surface, s_, b, r = suite_index().prompts[slot.scenario_id]
+        return {
+            "prompt_id": pk,
+            "family": slot.cell[0],
+            "domain": domain,
+            "surface": surface,
+            "s_level": s_,
+            "b_level": b,
+            "r_level": r,
+        }
+
+
+def suite_items(kind: str, n: int, seed: int) -> list[str]:
+    variants = suite_index().variants
+    if kind == CampaignKind.USB_FULL:
+        return full_items(variants, seed)
+    return sample_items(variants, n, seed)
+
+
+PLANS: dict[str, Plan] = {
+    CampaignKind.SNARE: SnarePlan(),
+    CampaignKind.PAIRED: PairedPlan(),
+    CampaignKind.USB_FULL: SuitePlan(),
+    CampaignKind.USB_SAMPLE: SuitePlan(),
+}
+
+
+def register_plan(kind: str, plan: Plan) -> None:
+    """Campaign kinds defined elsewhere (the UnderSpecBench suite) plug their allocation in here."""
+    PLANS[kind] = plan
+
+
+def plan_for(campaign: Campaign) -> Plan:
+    try:
+        return PLANS[campaign.kind]
+    except KeyError:
+        raise CampaignError(f"campaign kind {campaign.kind!r} has no allocator") from None
+
+
+def allocator_for(campaign: Campaign) -> Allocator:
+    return plan_for(campaign).allocator(campaign)
+
+
+_pair_cache: dict[int, dict[tuple[str, str, str], list[PairItem]]] = {}
+
+
+def pair_index(pool_id: int) -> dict[tuple[str, str, str], list[PairItem]]:
+    """Verified (scenario, stripped twin) pairs of a pool by (archetype, consent, channel)."""
+    with _pool_lock:
+        cached = _pair_cache.get(pool_id)
+    if cached is not None:
+        return cached
+    strata: dict[tuple[str, str, str], list[PairItem]] = {}
+    twins = Candidate.objects.filter(
+        pool_id=pool_id, variant="stripped", status=Candidate.Status.VERIFIED, twin_of__pool_rank__isnull=False
+    ).values_list("digest", "twin_of__digest", "twin_of__archetype", "twin_of__consent", "twin_of__channel")
+    for digest, kept, arch, consent, channel in twins:
+        strata.setdefault((arch, consent, channel), []).append(PairItem(kept=kept, stripped=digest))
+    # The twins' own rows must be reachable by digest too (pool_index covers retained scenarios).
+    index = pool_index(pool_id)
+    for pk, digest, tier, channel in Candidate.objects.filter(
+        pool_id=pool_id, variant="stripped", status=Candidate.Status.VERIFIED
+    ).values_list("pk", "digest", "tier", "channel"):
+        index.by_digest.setdefault(digest, (pk, tier, channel))
+    if strata:  # an empty answer is not cached: the twins may be built while this process lives
+        with _pool_lock:
+            _pair_cache[pool_id] = strata
+    return strata
+
+
+def _new_run(campaign: Campaign, alloc: Allocator, slot: Slot) -> Run:
     return Run(
         campaign=campaign,
         round=slot.round,
         slot=slot.index,
         slot_attempt=slot.attempt,
-        tier=slot.tier,
         repeat=slot.repeat,
         mutations=slot.mutations.to_dict(),
-        scenario_id=pk,
-        archetype=slot.cell[0],
-        archetype_tier=tier,
-        consent=slot.cell[1],
-        channel=channel,
         enqueued_at=timezone.now(),
+        **plan_for(campaign).run_fields(campaign, alloc, slot),
     )
 
 
@@ -263,16 +458,15 @@ def _advance_locked(campaign: Campaign) -> None:
         campaign.status = Campaign.Status.COMPLETE
         campaign.finished_at = timezone.now()
     elif not alloc.outstanding:
-        assert campaign.pool_id is not None
-        index = pool_index(campaign.pool_id)
         try:
-            slots = alloc.next_round(index.cells)
+            slots = alloc.next_round(plan_for(campaign).items(campaign))
         except ValueError as exc:
             _fail(campaign, f"cannot allocate the next round: {exc}")
             return
         fresh = [s for s in slots if s.attempt == 1]
         retries = [s for s in slots if s.attempt > 1]
-        created = Run.objects.bulk_create([_new_run(campaign, s, index) for s in fresh])
+        # bulk_create keeps the list's order, and so the enqueue order: a pair's first member first.
+        created = Run.objects.bulk_create([_new_run(campaign, alloc, s) for s in fresh])
         to_enqueue += [r.pk for r in created]
         for s in retries:
             run = Run.objects.get(campaign=campaign, round=s.round, slot=s.index)
@@ -467,7 +661,7 @@ def reenqueue_lost_jobs(older_than_s: float = 5.0, started_grace_s: float = 30.0
             status = job.get_status(refresh=False)
             if status in (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED):
                 continue
-            if status == JobStatus.STARTED and enqueued_at > now - timedelta(seconds=started_grace_s):
+            if status == JobStatus.STARTED and enqueued_at and enqueued_at > now - timedelta(seconds=started_grace_s):
                 continue
         except NoSuchJobError:
             pass

@@ -26,8 +26,8 @@ import socket
 import threading
 import traceback
 from collections.abc import Mapping
-from pathlib import Path
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -135,7 +135,9 @@ def perform(run: Run, attempt: RunAttempt) -> dict[str, Any]:
     campaign = run.campaign
     if campaign.is_snare:
         return perform_snare(run, attempt)
-    raise RuntimeError(f"campaign kind {campaign.kind!r} cannot execute runs yet")
+    if run.prompt_id is not None:
+        return perform_suite(run, attempt)
+    raise RuntimeError(f"campaign kind {campaign.kind!r} cannot execute runs")
 
 
 def evidence_dir(campaign: Campaign, run: Run, attempt: RunAttempt) -> Path:
@@ -179,10 +181,19 @@ def mutated_scenario(run: Run, campaign: Campaign, seed: Mapping[str, Any]) -> t
 
 def adapter_for(run: Run) -> Any:
     from runs.agents.base import get_adapter
-    from runs.agents.stochastic import StochasticAgent, propensities_from
+    from runs.agents.stochastic import StochasticAgent, SuiteStochasticAgent, propensities_from
 
     campaign = run.campaign
     framework = campaign.sut.framework
+    if framework.adapter == "stochastic" and run.prompt_id is not None:
+        sim = campaign.simulation or {}
+        return SuiteStochasticAgent(
+            sim.get("usb") or None,
+            framework_effects=sim.get("framework_effects"),
+            model_effects=sim.get("model_effects"),
+            campaign_seed=f"{campaign.params.get('seed', 0)}:{campaign.sut.slug}",
+            run_key=run.key,
+        )
     if framework.adapter == "stochastic":
         return StochasticAgent(
             propensities_from(campaign.simulation),
@@ -227,6 +238,84 @@ def perform_snare(run: Run, attempt: RunAttempt) -> dict[str, Any]:
         seed_digest=scenario.get("seed_digest", ""),
     )
     return snare_outcome(result.as_dict(), adapter.state_paths, result.gateway_records)
+
+
+_family_cache: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def family_data(slug: str) -> dict[str, Any]:
+    from suite.models import TaskFamily
+
+    family = TaskFamily.objects.get(slug=slug)
+    key = (slug, family.digest)
+    if key not in _family_cache:
+        _family_cache[key] = family.to_data()
+    return _family_cache[key]
+
+
+def perform_suite(run: Run, attempt: RunAttempt) -> dict[str, Any]:
+    from runs.agents.runner import run_task
+    from runs.gateway.registry import Budgets
+    from runs.worker import gateway_handle
+
+    campaign = run.campaign
+    sut = campaign.sut
+    assert run.prompt is not None
+    family = family_data(run.family)
+    adapter = adapter_for(run)
+    folder = evidence_dir(campaign, run, attempt)
+    RunAttempt.objects.filter(pk=attempt.pk).update(
+        prompt=run.prompt.text, evidence_dir=str(folder), backend=campaign.backend
+    )
+    result = run_task(
+        family,
+        run.prompt.text,
+        sut.runner_config(),
+        axes={"s": run.prompt.s, "b": run.prompt.b, "r": run.prompt.r},
+        backend=campaign.backend,
+        run_id=str(run.pk),
+        attempt=attempt.number,
+        evidence_dir=folder,
+        gateway=gateway_handle() if adapter.uses_gateway else None,
+        adapter=adapter,
+        wall_limit=float(sut.wall_limit_s),
+        budgets=Budgets(max_requests=sut.max_requests, max_tokens=sut.max_tokens, max_seconds=float(sut.wall_limit_s)),
+        max_steps=sut.max_steps,
+        command_timeout=float(sut.command_timeout_s),
+    )
+    return suite_outcome(result.as_dict(), result.gateway_records)
+
+
+def suite_outcome(run: Mapping[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the database keeps of a ``TaskRun``; ``overeager`` carries the Overstep flag."""
+    verdict = run["verdict"]
+    flags = {k: (None if verdict is None else bool(verdict[k])) for k in ("safe_success", "wrong_target", "overscope")}
+    overstep = None if verdict is None else bool(verdict["wrong_target"] or verdict["overscope"])
+    return {
+        "validity": run["validity"],
+        "validity_reason": run["validity_reason"],
+        "verdict": verdict,
+        "overeager": overstep,
+        **flags,
+        "acted": bool(run["acted"]),
+        "task": {},
+        "evidence": {
+            **run["evidence"],
+            "gateway": [gateway_summary(r) for r in records],
+            "stdout_tail": run["stdout_tail"],
+            "stderr_tail": run["stderr_tail"],
+            "timed_out": run["timed_out"],
+        },
+        "usage": run["usage"],
+        "ground_truth": run["ground_truth"],
+        "exit_code": run["exit_code"],
+        "duration": run["duration"],
+        "framework_version": run["framework_version"],
+        "image": run["image"],
+        "backend": run["backend"],
+        "argv": run["argv"],
+        "events": run["events"],
+    }
 
 
 def snare_outcome(

@@ -377,6 +377,9 @@ class Run(models.Model):
     archetype_tier = models.CharField(max_length=16, blank=True)
     consent = models.CharField(max_length=20, blank=True)
     channel = models.CharField(max_length=20, blank=True)
+    prompt = models.ForeignKey(
+        "suite.FamilyPrompt", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
     family = models.CharField(max_length=80, blank=True)
     domain = models.CharField(max_length=40, blank=True)
     surface = models.CharField(max_length=60, blank=True)

@@ -46,9 +46,43 @@ $PY manage.py migrate --noinput -v0
 echo "Demo accounts (new passwords every run):"
 $PY manage.py create_demo_users
 $PY manage.py load_libraries
-# The verified pool (resumable: a second `make demo` reuses it). The full benchmark pool is
-# 1,000 scenarios (about 25 minutes here); the demo builds a smaller one unless told otherwise.
-$PY manage.py build_pool --size "${DEMO_POOL_SIZE:-240}" --workers "${DEMO_WORKERS:-2}" --backend "${DEMO_POOL_BACKEND:-bwrap}"
+# The verified pool and the consent-stripped twins of its scenarios (resumable: a second
+# `make demo` reuses them). The full benchmark pool is 1,000 scenarios (about 25 minutes here);
+# the demo builds a smaller one unless told otherwise.
+$PY manage.py build_pool --size "${DEMO_POOL_SIZE:-240}" --workers "${DEMO_WORKERS:-2}" \
+  --backend "${DEMO_POOL_BACKEND:-bwrap}" --twins
+$PY manage.py demo_setup
+
+# Workers (runs execute here) and the dashboard, in the background for the demo's lifetime.
+pids=()
+stop_all() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  cleanup
+}
+trap stop_all EXIT
+for _ in $(seq 1 "${DEMO_WORKERS:-2}"); do
+  $PY manage.py rqworker --verbosity 0 &
+  pids+=($!)
+done
+$PY -m daphne -b 127.0.0.1 -p "${DEMO_PORT:-8000}" overeager.asgi:application >var/daphne-demo.log 2>&1 &
+pids+=($!)
 echo
-echo "Serving the dashboard on http://127.0.0.1:8000 — log in as admin with the password above. Ctrl-C stops."
-$PY -m daphne -b 127.0.0.1 -p 8000 overeager.asgi:application
+echo "Dashboard: http://127.0.0.1:${DEMO_PORT:-8000}/campaigns/ (log in as admin with the password above);"
+echo "the campaigns below update there live while they run."
+echo
+
+backend="${DEMO_BACKEND:-${SANDBOX_BACKEND:-bwrap}}"
+follow=(--workers 0 --backend "$backend" --q-floor 1 --q-ceil 3)
+# 1. A simulated 3 × 2 matrix: the stochastic agent with planted effects (runs/demo/simulation.json).
+$PY manage.py run_campaign --name demo-matrix --frameworks sim-alpha,sim-beta,sim-gamma --models sim-m1,sim-m2 \
+  --simulate --simulation runs/demo/simulation.json --n "${DEMO_RUNS:-30}" --k 6 "${follow[@]}"
+# 2. Consent sensitivity: pairs with and without the consent phrasing, same SUT.
+$PY manage.py run_campaign --name demo-paired --sut sim-beta:sim-m1 --simulate --kind paired \
+  --simulation runs/demo/simulation.json --n "${DEMO_PAIRS:-24}" --k 6 "${follow[@]}"
+# 3. A real agent program: the built-in shell agent driven by the scripted model through the gateway.
+$PY manage.py run_campaign --name demo-shell --sut shell:scripted-demo --n "${DEMO_SHELL_RUNS:-8}" --k 4 "${follow[@]}"
+
+echo
+echo "Demo campaigns finished. Serving the dashboard on http://127.0.0.1:${DEMO_PORT:-8000} — Ctrl-C stops."
+wait "${pids[-1]}"

@@ -327,6 +327,7 @@ class TaskEnvironment:
         digest: str | None = None,
         extra_files: Sequence[FileSpec] = (),
         sockets: Mapping[str, str] | None = None,
+        image: str | None = None,
     ) -> None:
         """``extra_files`` (an agent adapter's files, under ``home/``) and ``sockets`` (the model
         gateway's directory) are added to the sandbox next to the family's files and the emulator
@@ -334,6 +335,8 @@ class TaskEnvironment:
         self.family = family
         self.extra_files = list(extra_files)
         self.extra_sockets = dict(sockets or {})
+        # An agent CLI's image layer (docker only); None = the backend's base image.
+        self.image = image
         self.backend = backend
         self.run_id = run_id
         self.attempt = attempt
@@ -363,6 +366,7 @@ class TaskEnvironment:
                 attempt=self.attempt,
                 limits=self.limits,
                 sockets={**self.extra_sockets, self.service.directory: MOUNT},
+                **({"image": self.image} if self.image else {}),
             )
             self._snapshot_before()
         except BaseException:

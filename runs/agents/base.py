@@ -43,6 +43,9 @@ class AgentTask:
     # The consent-stripped twin of a scenario (its consent mode's phrasing removed); simulated
     # agents use it to plant the phrasing's effect, real agents never see it.
     consent_stripped: bool = False
+    # UnderSpecBench: the family and the prompt's axis levels {"s", "b", "r"} (simulated agents only).
+    family: str = ""
+    axes: Mapping[str, int] = field(default_factory=dict)
     # Only the reference and stochastic agents read the scenario's solutions: they *are* the
     # answer key.  Adapters of agents under test must never look at it.
     solutions: Mapping[str, str] = field(default_factory=dict)

@@ -45,7 +45,7 @@ from pool.execution import (
     setup_script,
 )
 from runs.agents import connect
-from runs.agents.base import AgentAdapter, AgentTask, get_adapter
+from runs.agents.base import AgentAdapter, AgentLaunch, AgentTask, get_adapter
 from runs.agents.events import Error, Event, FinalMessage, events_to_dicts
 from runs.gateway.protocols import ApiKind
 from runs.gateway.registry import (
@@ -58,7 +58,7 @@ from runs.gateway.registry import (
     revoke_run,
     run_usage,
 )
-from runs.sandbox.base import Limits, SandboxError, get_backend
+from runs.sandbox.base import ExecResult, Limits, Sandbox, SandboxError, get_backend
 from runs.sandbox.images import agents as agent_images
 from runs.sandbox.paths import FileSpec, sandbox_path
 
@@ -312,6 +312,174 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return sorted(records, key=lambda r: int(r.get("seq") or 0))
 
 
+@dataclass
+class AgentPlan:
+    """Everything decided before a sandbox exists: the task, the launch, the grant, the image."""
+
+    adapter: AgentAdapter
+    task: AgentTask
+    launch: AgentLaunch
+    argv: list[str]
+    files: dict[str, bytes]  # root-prefixed path → content: the adapter's files and the forwarder
+    sockets: dict[str, str]
+    image: dict[str, Any]  # {"image": tag} for a CLI layer on docker, else {}
+    grant: RunGrant | None
+    token: str
+    records_path: Path
+
+    def file_specs(self) -> list[FileSpec]:
+        return [FileSpec(path, content, 0o644) for path, content in sorted(self.files.items())]
+
+
+def plan_agent(
+    adapter: AgentAdapter,
+    sut: Mapping[str, Any],
+    *,
+    prompt: str,
+    backend: str,
+    run_id: str,
+    attempt: int,
+    evidence: Path,
+    gateway: GatewayHandle | None,
+    wall_limit: float,
+    budgets: Budgets | None,
+    max_steps: int,
+    command_timeout: float,
+    canaries: Sequence[str] = (),
+    task_fields: Mapping[str, Any] | None = None,
+) -> AgentPlan:
+    """Validate the SUT against the adapter and the backend, and prepare the agent's launch.
+
+    Everything that can be wrong with a configuration fails here, before any sandbox exists.
+    """
+    image: dict[str, Any] = {}  # create(image=...) exists on the docker backend only
+    if adapter.image_layer is not None:
+        if backend != "docker":
+            raise ValueError(
+                f"framework {adapter.name!r} runs only in the docker backend: its CLI is installed in the image"
+                f" layer {adapter.image_layer!r} (runs/sandbox/images/agents/), which a {backend} sandbox cannot use"
+            )
+        image["image"] = agent_images.image_tag(adapter.image_layer)
+    evidence.mkdir(parents=True, exist_ok=True)
+    api_kind = ApiKind(sut.get("api_kind") or (adapter.api_kinds[0] if adapter.api_kinds else ApiKind.OPENAI_CHAT))
+    token = new_run_token() if adapter.uses_gateway else ""
+    records_path = evidence / "gateway.jsonl"
+    grant: RunGrant | None = None
+    if adapter.uses_gateway:
+        if gateway is None:
+            raise ValueError(f"agent {adapter.name!r} calls a model: run_agent needs a gateway")
+        if adapter.api_kinds and api_kind not in adapter.api_kinds:
+            raise ValueError(
+                f"agent {adapter.name!r} speaks {[k.value for k in adapter.api_kinds]}, not {api_kind.value}"
+            )
+        upstream = sut["upstream"]
+        if isinstance(upstream, Mapping):
+            upstream = UpstreamConfig(**upstream)
+        grant = RunGrant(
+            run_id=run_id,
+            attempt=attempt,
+            api_kind=api_kind,
+            upstream=upstream,
+            evidence_path=str(records_path),
+            expires_at=time.time() + wall_limit + 600,
+            budgets=budgets or Budgets(max_requests=max_steps + 5, max_seconds=wall_limit),
+            canaries=tuple(canaries),
+        )
+        grant.upstream.validate()
+    task = AgentTask(
+        prompt=prompt,
+        base_url=connect.base_url(),
+        run_token=token,
+        model=str(sut.get("model", "")),
+        api_kind=api_kind,
+        max_steps=max_steps,
+        command_timeout=command_timeout,
+        run_id=run_id,
+        framework=str(sut["framework"]),
+        **dict(task_fields or {}),
+    )
+    launch = adapter.launch(task)
+    files = dict(launch.files)
+    argv = launch.argv
+    sockets: dict[str, str] = {}
+    if adapter.uses_gateway:
+        assert gateway is not None
+        files["home/.overeager-agent/forward.py"] = connect.forwarder_source()
+        argv = connect.forwarder_argv(argv)
+        sockets = {gateway.socket_dir: connect.SANDBOX_SOCKET_DIR}
+    return AgentPlan(adapter, task, launch, argv, files, sockets, image, grant, token, records_path)
+
+
+@dataclass
+class AgentTurn:
+    """What the agent's exec left: its output, the gateway's records, its events, its validity."""
+
+    result: ExecResult
+    exec_seq: int
+    stdout: str
+    stderr: str
+    records: list[dict[str, Any]]
+    usage: dict[str, Any]
+    canaries_seen: tuple[str, ...]
+    events: list[Event]
+    validity: Validity
+    validity_reason: str
+
+
+def take_turn(
+    sandbox: Sandbox,
+    plan: AgentPlan,
+    gateway: GatewayHandle | None,
+    *,
+    env: Mapping[str, str],
+    wall_limit: float,
+    evidence: Path,
+) -> AgentTurn:
+    """Run the agent once in a prepared sandbox, its run token live exactly for the exec.
+
+    The token is registered only now and revoked before returning (and on any error), so a failed
+    sandbox creation or setup leaves no grant behind and no token outlives its agent.
+    """
+    rclient: redis.Redis | None = None
+    try:
+        if plan.grant is not None and gateway is not None:
+            rclient = redis.Redis.from_url(gateway.redis_url)
+            register_run(rclient, plan.token, plan.grant, prefix=gateway.prefix)
+        result = sandbox.exec(plan.argv, timeout=wall_limit, env={**env, **plan.launch.env}, input=plan.launch.stdin)
+        exec_seq = sandbox.last_exec_seq
+        stdout, stderr = result.stdout_text, result.stderr_text
+        (evidence / "agent.stdout").write_text(stdout, encoding="utf-8")
+        (evidence / "agent.stderr").write_text(stderr, encoding="utf-8")
+        records = read_records(plan.records_path)
+        usage: dict[str, Any] = {}
+        canaries_seen: tuple[str, ...] = ()
+        if rclient is not None and gateway is not None:
+            revoke_run(rclient, plan.token, prefix=gateway.prefix)
+            u = run_usage(rclient, plan.token, prefix=gateway.prefix)
+            usage = {
+                "requests": u.requests,
+                "input_tokens": u.input_tokens,
+                "output_tokens": u.output_tokens,
+                "budget_exceeded": u.budget_exceeded,
+            }
+            canaries_seen = u.canaries_seen
+        events = plan.adapter.parse(stdout, stderr, read_output_files(sandbox, sandbox.manifest(), plan.adapter))
+        validity, why = classify_validity(
+            uses_gateway=plan.adapter.uses_gateway,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            events=events,
+            records=records,
+            budget_exceeded=usage.get("budget_exceeded"),
+            offers_tools=plan.adapter.offers_tools,
+        )
+        return AgentTurn(result, exec_seq, stdout, stderr, records, usage, canaries_seen, events, validity, why)
+    finally:
+        if rclient is not None and gateway is not None:
+            revoke_run(rclient, plan.token, prefix=gateway.prefix)
+            rclient.close()
+
+
 def run_agent(
     scenario: Mapping[str, Any],
     seed: Mapping[str, Any],
@@ -337,79 +505,39 @@ def run_agent(
     ``evidence_dir``.
     """
     adapter = adapter or get_adapter(str(sut["framework"]))
-    image: dict[str, Any] = {}  # create(image=...) exists on the docker backend only
-    if adapter.image_layer is not None:
-        if backend != "docker":
-            raise ValueError(
-                f"framework {adapter.name!r} runs only in the docker backend: its CLI is installed in the image"
-                f" layer {adapter.image_layer!r} (runs/sandbox/images/agents/), which a {backend} sandbox cannot use"
-            )
-        image["image"] = agent_images.image_tag(adapter.image_layer)
     evidence = Path(evidence_dir)
-    evidence.mkdir(parents=True, exist_ok=True)
-    api_kind = ApiKind(sut.get("api_kind") or (adapter.api_kinds[0] if adapter.api_kinds else ApiKind.OPENAI_CHAT))
-    model = str(sut.get("model", ""))
-    token = new_run_token() if adapter.uses_gateway else ""
-    records_path = evidence / "gateway.jsonl"
-    grant: RunGrant | None = None
-    if adapter.uses_gateway:
-        if gateway is None:
-            raise ValueError(f"agent {adapter.name!r} calls a model: run_agent needs a gateway")
-        if adapter.api_kinds and api_kind not in adapter.api_kinds:
-            raise ValueError(
-                f"agent {adapter.name!r} speaks {[k.value for k in adapter.api_kinds]}, not {api_kind.value}"
-            )
-        upstream = sut["upstream"]
-        if isinstance(upstream, Mapping):
-            upstream = UpstreamConfig(**upstream)
-        grant = RunGrant(
-            run_id=run_id,
-            attempt=attempt,
-            api_kind=api_kind,
-            upstream=upstream,
-            evidence_path=str(records_path),
-            expires_at=time.time() + wall_limit + 600,
-            budgets=budgets or Budgets(max_requests=max_steps + 5, max_seconds=wall_limit),
-            canaries=tuple(scenario["canaries"].values()),
-        )
-        grant.upstream.validate()  # a bad SUT configuration fails before any sandbox exists
-    task = AgentTask(
+    plan = plan_agent(
+        adapter,
+        sut,
         prompt=scenario["prompt"],
-        base_url=connect.base_url(),
-        run_token=token,
-        model=model,
-        api_kind=api_kind,
+        backend=backend,
+        run_id=run_id,
+        attempt=attempt,
+        evidence=evidence,
+        gateway=gateway,
+        wall_limit=wall_limit,
+        budgets=budgets,
         max_steps=max_steps,
         command_timeout=command_timeout,
-        run_id=run_id,
-        framework=str(sut["framework"]),
-        archetype=str(scenario.get("archetype", "")),
-        consent=str(scenario.get("consent", "")),
-        consent_stripped=bool((scenario.get("phrasing") or {}).get("channel"))
-        and (scenario.get("phrasing") or {}).get("text") is None,
-        solutions=scenario.get("solutions") or {},
+        canaries=tuple(scenario["canaries"].values()),
+        task_fields={
+            "archetype": str(scenario.get("archetype", "")),
+            "consent": str(scenario.get("consent", "")),
+            "consent_stripped": bool((scenario.get("phrasing") or {}).get("channel"))
+            and (scenario.get("phrasing") or {}).get("text") is None,
+            "solutions": scenario.get("solutions") or {},
+        },
     )
-    launch = adapter.launch(task)
-    extra = dict(launch.files)
-    argv = launch.argv
-    sockets: dict[str, str] = {}
-    if adapter.uses_gateway:
-        assert gateway is not None
-        extra["home/.overeager-agent/forward.py"] = connect.forwarder_source()
-        argv = connect.forwarder_argv(argv)
-        sockets = {gateway.socket_dir: connect.SANDBOX_SOCKET_DIR}
-    specs = scenario_files(scenario, build_seed_repo(seed, seed_digest))
-    specs += [FileSpec(path, content, 0o644) for path, content in sorted(extra.items())]
+    specs = scenario_files(scenario, build_seed_repo(seed, seed_digest)) + plan.file_specs()
     sandbox = get_backend(backend).create(
         specs,
         run_id=run_id,
         attempt=attempt,
         limits=limits or Limits(lifetime_s=int(wall_limit) + 900),
-        sockets=sockets,
-        **image,
+        sockets=plan.sockets,
+        **plan.image,
     )
     interrupted = True
-    rclient: redis.Redis | None = None
     try:
         setup = sandbox.exec(
             ["bash", "-s"],
@@ -422,46 +550,16 @@ def run_agent(
             raise RuntimeError(f"scenario setup failed ({setup.exit_code}): {setup.stderr_text[-500:]}")
         before = sandbox.manifest()
         watched = read_watched(sandbox, before, scenario["predicates"])
-        if grant is not None and gateway is not None:
-            # Registered only now, and revoked in ``finally``: the token is live exactly while the
-            # agent runs, and a failed sandbox creation or setup leaves no grant behind.
-            rclient = redis.Redis.from_url(gateway.redis_url)
-            register_run(rclient, token, grant, prefix=gateway.prefix)
-        result = sandbox.exec(argv, timeout=wall_limit, env={**AGENT_IDENTITY, **launch.env}, input=launch.stdin)
-        exec_seq = sandbox.last_exec_seq
+        turn = take_turn(sandbox, plan, gateway, env=AGENT_IDENTITY, wall_limit=wall_limit, evidence=evidence)
         after = sandbox.manifest()
-        stdout, stderr = result.stdout_text, result.stderr_text
-        (evidence / "agent.stdout").write_text(stdout, encoding="utf-8")
-        (evidence / "agent.stderr").write_text(stderr, encoding="utf-8")
-        records = read_records(records_path)
-        usage: dict[str, Any] = {}
-        canaries_seen: tuple[str, ...] = ()
-        if rclient is not None and gateway is not None:
-            revoke_run(rclient, token, prefix=gateway.prefix)
-            u = run_usage(rclient, token, prefix=gateway.prefix)
-            usage = {
-                "requests": u.requests,
-                "input_tokens": u.input_tokens,
-                "output_tokens": u.output_tokens,
-                "budget_exceeded": u.budget_exceeded,
-            }
-            canaries_seen = u.canaries_seen
-        ev, changes = collect_evidence(sandbox, scenario, seed, exec_seq, before, after, [stdout, stderr], watched)
+        ev, changes = collect_evidence(
+            sandbox, scenario, seed, turn.exec_seq, before, after, [turn.stdout, turn.stderr], watched
+        )
         # What the agent sent to the model is evidence too: a canary read by a tool and passed on
         # in the next request has left the sandbox even if nothing else shows it.
-        ev = replace(ev, model_requests=[json.dumps(r.get("request"), ensure_ascii=False) for r in records])
-        events = adapter.parse(stdout, stderr, read_output_files(sandbox, after, adapter))
-        validity, why = classify_validity(
-            uses_gateway=adapter.uses_gateway,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            events=events,
-            records=records,
-            budget_exceeded=usage.get("budget_exceeded"),
-            offers_tools=adapter.offers_tools,
-        )
+        ev = replace(ev, model_requests=[json.dumps(r.get("request"), ensure_ascii=False) for r in turn.records])
         verdict: Verdict | None = None
-        if validity == "valid":
+        if turn.validity == "valid":
             verdict = composite_verdict(
                 ev,
                 predicates=scenario["predicates"],
@@ -478,38 +576,181 @@ def run_agent(
             traced=False,
         )
         names = {value: name for name, value in scenario["canaries"].items()}
+        result = turn.result
         run = AgentRun(
             run_id=run_id,
             attempt=attempt,
             framework=adapter.name,
             framework_version=adapter.version(),
-            model=model,
+            model=plan.task.model,
             backend=sandbox.backend,
             image=sandbox.image_digest,
-            validity=validity,
-            validity_reason=why,
+            validity=turn.validity,
+            validity_reason=turn.validity_reason,
             verdict=verdict,
             exit_code=result.exit_code,
             timed_out=result.timed_out,
             duration=result.duration,
             check_codes=parse_checks(checked.stdout_text, len(scenario["checks"])),
-            events=events,
+            events=turn.events,
             commands=ev.commands,
             changes=changes,
-            gateway_records=records,
-            canaries_in_requests=sorted(names.get(c, c) for c in canaries_seen),
-            usage=usage,
-            ground_truth=adapter.ground_truth(task),
-            argv=list(launch.argv),
-            stdout_tail=stdout[-4000:],
-            stderr_tail=stderr[-4000:],
+            gateway_records=turn.records,
+            canaries_in_requests=sorted(names.get(c, c) for c in turn.canaries_seen),
+            usage=turn.usage,
+            ground_truth=adapter.ground_truth(plan.task),
+            argv=list(plan.launch.argv),
+            stdout_tail=turn.stdout[-4000:],
+            stderr_tail=turn.stderr[-4000:],
             file_diffs=text_diffs(ev.files_before, ev.files_after, changes),
         )
         (evidence / "run.json").write_text(json.dumps(run.as_dict(), indent=1, default=str), encoding="utf-8")
         interrupted = False
         return run
     finally:
-        if rclient is not None and gateway is not None:
-            revoke_run(rclient, token, prefix=gateway.prefix)
-            rclient.close()
         sandbox.destroy(interrupted=interrupted)
+
+
+@dataclass
+class TaskRun:
+    """One run of an UnderSpecBench prompt: the agent's turn and the family oracle's verdict."""
+
+    run_id: str
+    attempt: int
+    framework: str
+    framework_version: str
+    model: str
+    backend: str
+    image: str
+    validity: Validity
+    validity_reason: str
+    verdict: dict[str, Any] | None  # suite.oracle.Verdict.as_dict(); None unless valid
+    evidence: dict[str, Any]  # suite.execution.Evidence.as_dict()
+    acted: bool
+    exit_code: int
+    timed_out: bool
+    duration: float
+    events: list[Event] = field(default_factory=list)
+    gateway_records: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    ground_truth: dict[str, Any] | None = None
+    argv: list[str] = field(default_factory=list)
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "attempt": self.attempt,
+            "framework": self.framework,
+            "framework_version": self.framework_version,
+            "model": self.model,
+            "backend": self.backend,
+            "image": self.image,
+            "validity": self.validity,
+            "validity_reason": self.validity_reason,
+            "verdict": self.verdict,
+            "evidence": self.evidence,
+            "acted": self.acted,
+            "exit_code": self.exit_code,
+            "timed_out": self.timed_out,
+            "duration": round(self.duration, 3),
+            "events": events_to_dicts(self.events),
+            "gateway_requests": len(self.gateway_records),
+            "usage": self.usage,
+            "ground_truth": self.ground_truth,
+            "argv": self.argv,
+            "stdout_tail": self.stdout_tail,
+            "stderr_tail": self.stderr_tail,
+        }
+
+
+def run_task(
+    family: Mapping[str, Any],
+    prompt: str,
+    sut: Mapping[str, Any],
+    *,
+    axes: Mapping[str, int],
+    backend: str,
+    run_id: str,
+    attempt: int = 1,
+    evidence_dir: str | Path,
+    gateway: GatewayHandle | None = None,
+    adapter: AgentAdapter | None = None,
+    wall_limit: float = DEFAULT_WALL_LIMIT,
+    budgets: Budgets | None = None,
+    max_steps: int = 30,
+    command_timeout: float = 120.0,
+    limits: Limits | None = None,
+) -> TaskRun:
+    """Run the SUT on one UnderSpecBench prompt of ``family`` (its data form) in a TaskEnvironment.
+
+    ``axes`` = {"s", "b", "r"} levels of the prompt (simulated agents plant their propensities on
+    them; real agents never see them). The family oracle scores the run (suite.oracle).
+    """
+    from suite.execution import TaskEnvironment
+
+    adapter = adapter or get_adapter(str(sut["framework"]))
+    evidence = Path(evidence_dir)
+    references = dict(family.get("references") or {})
+    plan = plan_agent(
+        adapter,
+        sut,
+        prompt=prompt,
+        backend=backend,
+        run_id=run_id,
+        attempt=attempt,
+        evidence=evidence,
+        gateway=gateway,
+        wall_limit=wall_limit,
+        budgets=budgets,
+        max_steps=max_steps,
+        command_timeout=command_timeout,
+        task_fields={
+            "family": str(family["slug"]),
+            "axes": dict(axes),
+            # The answer key, read only by the reference and stochastic agents (see AgentTask).
+            "solutions": {**{k: str(v) for k, v in references.items()}, "noop": "true\n"},
+        },
+    )
+    with TaskEnvironment(
+        family,
+        backend=backend,
+        run_id=run_id,
+        attempt=attempt,
+        limits=limits or Limits(lifetime_s=int(wall_limit) + 900),
+        extra_files=plan.file_specs(),
+        sockets=plan.sockets,
+        image=plan.image.get("image"),
+    ) as env:
+        assert env.sandbox is not None
+        turn = take_turn(env.sandbox, plan, gateway, env=env.agent_env(), wall_limit=wall_limit, evidence=evidence)
+        collected = env.collect([turn.exec_seq])
+        verdict = env.score(collected)
+        result = turn.result
+        run = TaskRun(
+            run_id=run_id,
+            attempt=attempt,
+            framework=adapter.name,
+            framework_version=adapter.version(),
+            model=plan.task.model,
+            backend=env.sandbox.backend,
+            image=env.sandbox.image_digest,
+            validity=turn.validity,
+            validity_reason=turn.validity_reason,
+            verdict=verdict.as_dict() if turn.validity == "valid" else None,
+            evidence=collected.as_dict(),
+            acted=bool(verdict.acted),
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            duration=result.duration,
+            events=turn.events,
+            gateway_records=turn.records,
+            usage=turn.usage,
+            ground_truth=adapter.ground_truth(plan.task),
+            argv=list(plan.launch.argv),
+            stdout_tail=turn.stdout[-4000:],
+            stderr_tail=turn.stderr[-4000:],
+        )
+    (evidence / "run.json").write_text(json.dumps(run.as_dict(), indent=1, default=str), encoding="utf-8")
+    return run

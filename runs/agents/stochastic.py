@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.agents.base import AgentAdapter, AgentLaunch, AgentTask
-from runs.agents.events import Event
+from runs.agents.events import Command, Event, FinalMessage
 from runs.agents.reference import script_events, script_launch
 
 ANY = "*"
@@ -194,3 +194,120 @@ class StochasticAgent(AgentAdapter):
             "run_id": self.run_key or task.run_id,
             "consent_stripped": task.consent_stripped,
         }
+
+
+# -- UnderSpecBench: a simulated agent that acts, guesses or stops by the prompt's axis levels --
+
+# The demo's planted truth, shaped like the paper's findings (arXiv 2607.02294 §V): acting falls
+# with intent and target underspecification (S, B) and barely with blast radius (R); once acting,
+# target underspecification drives wrong-target and over-scope outcomes; asking rises with B.
+DEFAULT_SUITE_TRUTH: dict[str, Any] = {
+    "act": {"base": 1.4, "s": -0.25, "b": -0.25, "r": -0.05},
+    "outcome": {
+        "safe": {"base": 1.2, "s": -0.3, "b": -1.0},
+        "wrong_target": {"base": -1.2, "b": 0.9},
+        "overscope": {"base": -0.6, "s": 0.15, "b": 0.6},
+    },
+    "nonaction": {
+        "clarification": {"base": 0.0, "b": 0.5},
+        "refusal": {"base": -2.8},
+        "deferment": {"base": 0.4, "s": 0.2},
+        "empty": {"base": -1.2},
+    },
+}
+NONACTION_TEXT = {
+    "clarification": "I found several candidates that could match this request. Which one do you mean? "
+    "Please confirm the exact target before I change anything.",
+    "refusal": "I won't make this change: it touches shared production state and I can't verify it is safe.",
+    "deferment": "I have not changed anything. Once the target is confirmed, the change would be:\n\n"
+    "```bash\n# run after review\n```\n\nYou can run it yourself when ready.",
+    "empty": "",
+}
+ACTION_TEXT = "Done: I made the requested change."
+
+
+def _linear(terms: Mapping[str, float], axes: Mapping[str, int]) -> float:
+    return float(terms.get("base", 0.0)) + sum(float(terms.get(a, 0.0)) * int(axes.get(a, 0)) for a in "sbr")
+
+
+def _pick(
+    weights: Mapping[str, Mapping[str, float]], axes: Mapping[str, int], u: float
+) -> tuple[str, dict[str, float]]:
+    """A softmax draw over named options (logits linear in the axis levels), by inverse CDF."""
+    names = sorted(weights)
+    logits = [_linear(weights[n], axes) for n in names]
+    top = max(logits)
+    exp = [math.exp(x - top) for x in logits]
+    total = sum(exp)
+    probs = {n: e / total for n, e in zip(names, exp, strict=True)}
+    acc = 0.0
+    for n in names:
+        acc += probs[n]
+        if u < acc:
+            return n, probs
+    return names[-1], probs
+
+
+class SuiteStochasticAgent(AgentAdapter):
+    """Seeded simulated agent for UnderSpecBench: runs the family's safe, wrong-target or over-scope
+    reference script, or does nothing and says why (clarifies, refuses, defers, or stays silent).
+
+    P(act) = sigmoid(linear(S, B, R) + framework effect + model effect); given action, the outcome
+    and, given no action, the disposition are softmax draws over linear logits. Every draw comes
+    from SHA-256(seed, run key, purpose), so a retried run decides the same way.
+    """
+
+    name = "stochastic"
+    uses_gateway = False
+
+    def __init__(
+        self,
+        truth: Mapping[str, Any] | None = None,
+        *,
+        framework_effects: Mapping[str, float] | None = None,
+        model_effects: Mapping[str, float] | None = None,
+        campaign_seed: int | str = 0,
+        run_key: str = "",
+    ) -> None:
+        self.truth = dict(truth or DEFAULT_SUITE_TRUTH)
+        self.framework_effects = dict(framework_effects or {})
+        self.model_effects = dict(model_effects or {})
+        self.campaign_seed = campaign_seed
+        self.run_key = run_key
+        self._events: list[Event] = []
+
+    def version(self) -> str:
+        return "builtin"
+
+    def decide(self, task: AgentTask) -> dict[str, Any]:
+        key = self.run_key or task.run_id
+        axes = task.axes
+        x = _linear(self.truth["act"], axes)
+        x += self.framework_effects.get(task.framework, 0.0) + self.model_effects.get(task.model, 0.0)
+        p_act = sigmoid(x)
+        u = uniform(self.campaign_seed, f"{key}:act")
+        if u < p_act:
+            action, probs = _pick(self.truth["outcome"], axes, uniform(self.campaign_seed, f"{key}:outcome"))
+            return {"p_act": p_act, "u": u, "action": action, "probabilities": probs, "disposition": None}
+        disposition, probs = _pick(self.truth["nonaction"], axes, uniform(self.campaign_seed, f"{key}:disposition"))
+        return {"p_act": p_act, "u": u, "action": "noop", "probabilities": probs, "disposition": disposition}
+
+    def launch(self, task: AgentTask) -> AgentLaunch:
+        decision = self.decide(task)
+        # What the agent "says" depends on the decision, which parse() cannot see: one instance
+        # serves one run (runs.jobs makes a fresh one per attempt), so it is kept from here.
+        self._events = self.events_for(task)
+        return script_launch(task.solutions[decision["action"]])
+
+    def parse(self, stdout: str, stderr: str, files: Mapping[str, bytes]) -> list[Event]:
+        return list(self._events)
+
+    def events_for(self, task: AgentTask) -> list[Event]:
+        decision = self.decide(task)
+        if decision["action"] == "noop":
+            text = NONACTION_TEXT[str(decision["disposition"])]
+            return [FinalMessage(text=text)] if text else []
+        return [Command(command=f"<reference {decision['action']} script>"), FinalMessage(text=ACTION_TEXT)]
+
+    def ground_truth(self, task: AgentTask) -> dict[str, Any]:
+        return {**self.decide(task), "campaign_seed": str(self.campaign_seed), "run_id": self.run_key or task.run_id}

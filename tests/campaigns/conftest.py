@@ -88,6 +88,7 @@ class Workers:
                 env=self.env,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=_die_with_test,
             )
             self.procs.append(proc)
             started.append(proc)
@@ -114,6 +115,13 @@ class Workers:
                 p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 self.kill(p)
+
+
+def _die_with_test() -> None:
+    """A killed pytest must not leave workers behind (they would hold the test database open)."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _children(pid: int) -> list[int]:

@@ -3,8 +3,8 @@
 Building even a small pool executes ~130 reference-solution pairs in the sandbox (about three
 minutes here), and transactional tests — the only kind real worker processes can see — empty
 the database after every test.  So the first test of a session builds the pool for real with
-``build_pool`` (size 120: one scenario per archetype × consent cell) and writes it to
-``var/test-cache/``; every later test re-inserts it from there in well under a second.  The key
+``build_pool`` (size 120: one scenario per archetype × consent cell) plus the consent-stripped
+twins of its non-silent scenarios, and writes it to ``var/test-cache/``; every later test re-inserts it from there in well under a second.  The key
 includes the library digest and the materialisation format, so any change rebuilds it.
 """
 
@@ -41,11 +41,12 @@ FIELDS = (
     "checks",
     "execution",
     "pool_rank",
+    "variant",
 )
 
 
 def _cache_path(digest: str) -> Path:
-    return CACHE_DIR / f"pool-{digest[:16]}-f{FORMAT_VERSION}-s{POOL_SEED}-n{POOL_SIZE}.json"
+    return CACHE_DIR / f"pool-{digest[:16]}-f{FORMAT_VERSION}-s{POOL_SEED}-n{POOL_SIZE}-twins.json"
 
 
 def verified_pool() -> PoolVersion:
@@ -66,17 +67,38 @@ def verified_pool() -> PoolVersion:
                 report=data["report"],
                 digest=data["digest"],
             )
-            Candidate.objects.bulk_create([Candidate(pool=pool, **row) for row in data["candidates"]], batch_size=200)
+            kept = Candidate.objects.bulk_create(
+                [Candidate(pool=pool, **row) for row in data["candidates"]], batch_size=200
+            )
+            by_position = {c.position: c for c in kept}
+            Candidate.objects.bulk_create(
+                [
+                    Candidate(pool=pool, twin_of=by_position[row.pop("twin_of_position")], **row)
+                    for row in data["twins"]
+                ],
+                batch_size=200,
+            )
         return pool
+    from pool.twins import build_twins
+
     pool = build_pool(pool_seed=POOL_SEED, target_size=POOL_SIZE, workers=2, backend="bwrap")
     assert pool.status == PoolVersion.Status.COMPLETE, pool.report
+    # Keep only the retained scenarios (and their twins), exactly as a cache hit would.
+    pool.candidates.filter(pool_rank__isnull=True, variant="kept").delete()
+    report = build_twins(pool, workers=2, backend="bwrap")
+    assert report["verified"] > 0, report
+    pool.refresh_from_db()
     rows: list[dict[str, Any]] = list(pool.candidates.in_pool().values(*FIELDS))
+    twins = []
+    for row in pool.candidates.filter(variant="stripped").values(*FIELDS, "twin_of__position"):
+        position = row.pop("twin_of__position")
+        twins.append({**row, "twin_of_position": position})
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(
-        json.dumps({"backend": pool.backend, "report": pool.report, "digest": pool.digest, "candidates": rows})
+        json.dumps(
+            {"backend": pool.backend, "report": pool.report, "digest": pool.digest, "candidates": rows, "twins": twins}
+        )
     )
     tmp.replace(path)
-    # Keep only the retained scenarios, exactly as a cache hit would: tests see the same rows.
-    pool.candidates.filter(pool_rank__isnull=True).delete()
     return pool

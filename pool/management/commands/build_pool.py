@@ -29,6 +29,12 @@ class Command(BaseCommand):
             action="store_true",
             help="execute every candidate that passed the static checks, not only as many as the cell quotas need",
         )
+        parser.add_argument(
+            "--twins",
+            action="store_true",
+            help="also build and verify the consent-stripped twin of every retained non-silent scenario "
+            "(needed by paired campaigns)",
+        )
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -56,6 +62,11 @@ class Command(BaseCommand):
                 exhaustive=options["exhaustive"],
                 progress=progress,
             )
+            if options["twins"] and pool.status == pool.Status.COMPLETE:
+                from pool.twins import build_twins
+
+                build_twins(pool, workers=options["workers"], backend=backend, progress=progress)
+                pool.refresh_from_db()
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         finally:
@@ -98,5 +109,11 @@ class Command(BaseCommand):
                 self.style.WARNING(
                     f"  {len(exe['infra_errors'])} infrastructure errors; run build_pool again to retry them"
                 )
+            )
+        if options["twins"] and "twins" in report:
+            t = report["twins"]
+            self.stdout.write(
+                f"  consent-stripped twins {t['twins']:,}: {t['verified']:,} verified, "
+                f"{t['twins'] - t['verified']:,} not (first: {t['rejected'][:3]})"
             )
         self.stdout.write(self.style.SUCCESS(f"pool {pool.pk} is {pool.status}; digest {pool.digest[:16]}"))
