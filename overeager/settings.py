@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "runs",
     "oracles",
     "labels",
+    "suite",
 ]
 
 MIDDLEWARE = [
@@ -93,7 +94,12 @@ REDIS_URL = check_redis_url("REDIS_URL", env_str("REDIS_URL", "redis://127.0.0.1
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "overeager")},
+        # channels_redis polls with BZPOPMIN for 5 s and redis-py 8 reads with a 5 s socket
+        # timeout by default: the read must outlast the poll, or every idle socket dies after ~5 s.
+        "CONFIG": {
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+            "prefix": env_str("CHANNELS_PREFIX", "overeager"),
+        },
     }
 }
 
@@ -153,6 +159,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Sessions are read on every request: from the cache, written through to the database.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

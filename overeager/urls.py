@@ -6,6 +6,7 @@ from django_rq.urls import get_admin_urlpatterns, get_api_urlpatterns
 from overeager import views
 from overeager.roles import superuser_required
 from pool.urls import pool_urlpatterns
+from runs import bundle_views
 
 admin.site.site_header = "Overeager administration"
 admin.site.site_title = "Overeager"
@@ -15,6 +16,10 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("libraries/", include("pool.urls")),
     path("pools/", include(pool_urlpatterns)),
+    path("", include("runs.urls")),
+    path("campaigns/<int:pk>/bundle.tar.gz", bundle_views.campaign_bundle, name="bundle-download"),
+    path("matrices/<int:pk>/bundle.tar.gz", bundle_views.matrix_bundle, name="matrix-bundle-download"),
+    path("labels/", include("labels.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # django-rq only asks for staff; queue internals (job arguments, failures) are for operators.

@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 from django.core.cache import cache
 from django.db.models import Count, Q, QuerySet
 
-from oracles.statistics import Counts, decompose, pairwise_contrasts, uniform_mix_rate, wilson, wilson_closed_form
+from oracles.fisher import pairwise_contrasts_batched
+from oracles.statistics import Counts, Rate, decompose, uniform_mix_rate, wilson_closed_form
 from pool.models import Archetype, ConsentMode
 from runs.models import Campaign, Matrix, Run
 
@@ -68,26 +69,45 @@ def bump(campaign_id: int, matrix_id: int | None) -> None:
 
 def cached(kind: str, pk: int, name: str, compute: Callable[[], T]) -> T:
     """``compute()`` once per generation; concurrent readers of a cold key wait for one computation."""
-    key = f"stats:{kind}:{pk}:{generation(kind, pk)}:{name}"
+    return cached_or_stale(kind, pk, name, compute, stale_ok=False)[0]
+
+
+def cached_or_stale(kind: str, pk: int, name: str, compute: Callable[[], T], stale_ok: bool = True) -> tuple[T, bool]:
+    """(value, stale): this generation's value, computed by one reader at a time.
+
+    While another reader computes it, ``stale_ok`` readers get the newest older value at once,
+    flagged stale, instead of waiting: on a live dashboard every run completion invalidates the
+    aggregates that every open page then refetches, and without this each of them would wait for
+    the recomputation.  A page that gets stale data refetches shortly (static/js/live.js).
+    """
+    gen = generation(kind, pk)
+    key = f"stats:{kind}:{pk}:{gen}:{name}"
+    latest_key = f"stats:{kind}:{pk}:latest:{name}"
     value = cache.get(key)
     if value is not None:
-        return value  # type: ignore[no-any-return]
+        return value, False
     lock = f"{key}:computing"
     if cache.add(lock, 1, COMPUTE_LOCK_SECONDS):
         try:
             value = compute()
-            cache.set(key, value, CACHE_SECONDS)
+            # A slower computation of an older generation may overwrite a newer "latest": that
+            # only makes a stale answer staler, and the next computation corrects it.
+            cache.set_many({key: value, latest_key: (gen, value)}, CACHE_SECONDS)
         finally:
             cache.delete(lock)
-        return value
+        return value, False
+    if stale_ok:
+        latest = cache.get(latest_key)
+        if latest is not None and latest[0] < gen:
+            return latest[1], True
     deadline = time.monotonic() + WAIT_FOR_OTHER_SECONDS
     while time.monotonic() < deadline:
         time.sleep(0.02)
         value = cache.get(key)
         if value is not None:
-            return value  # type: ignore[no-any-return]
+            return value, False
     # The other computation is slow or died with its lock held: do not make the reader wait more.
-    return compute()
+    return compute(), False
 
 
 # -- axes ---------------------------------------------------------------------------------------
@@ -108,13 +128,29 @@ def consent_axis(present: Iterable[str] = ()) -> list[str]:
 
 
 def _counts(qs: QuerySet[Run], *fields: str) -> dict[tuple[Any, ...], Counts]:
+    # COUNT(*) and COUNT(overeager), not COUNT(id): with an index holding (campaign, status, archetype, consent,
+    # overeager) PostgreSQL answers from the index alone.
     rows = (
         qs.order_by()
         .values(*fields)
-        .annotate(n=Count("id"), k=Count("id", filter=Q(overeager=True)))
+        .annotate(n=Count("*"), k=Count("overeager", filter=Q(overeager=True)))
         .values_list(*fields, "k", "n")
     )
     return {tuple(r[: len(fields)]): Counts(int(r[-2]), int(r[-1])) for r in rows}
+
+
+def wilson(successes: int, n: int) -> Rate:
+    """``oracles.statistics.wilson`` without its hypothesis test.
+
+    SciPy's ``binomtest(...).proportion_ci`` first runs the binomial test (a binary search over
+    pmf calls, ~2 ms) that the interval does not need; the closed form gives the same interval to
+    rounding (tests/test_statistics.py::test_scipy_wilson_agrees_with_the_closed_form) at a
+    fraction of the cost, which a cold matrix page pays ~45 times.
+    """
+    if n == 0:
+        return Rate(0, 0, None, 0.0, 1.0)
+    low, high = wilson_closed_form(successes / n, n)
+    return Rate(successes, n, successes / n, low, high)
 
 
 def _rate(c: Counts | None) -> dict[str, Any]:
@@ -134,7 +170,9 @@ def _finite(x: float | None) -> float | None:
 
 def campaign_data(campaign: Campaign) -> dict[str, Any]:
     """Everything the campaign page draws: cached aggregates plus the live progress."""
-    data = dict(cached("campaign", campaign.pk, "aggregates", lambda: campaign_aggregates(campaign.pk)))
+    aggregates, stale = cached_or_stale("campaign", campaign.pk, "aggregates", lambda: campaign_aggregates(campaign.pk))
+    data = dict(aggregates)
+    data["stale"] = stale
     data["campaign"] = campaign.pk
     data["status"] = campaign.status
     data["progress"] = campaign_progress(campaign)
@@ -221,9 +259,7 @@ def posterior_means(campaign: Campaign, archetypes: Sequence[str], modes: Sequen
         value = _posterior_from_state(state)
         cache.set(key, value, CACHE_SECONDS)
     posterior, priors = value
-    z = [
-        [round(posterior.get(f"{a}|{m}", priors.get(f"{a}|{m}", 0.5)), 4) for m in modes] for a in archetypes
-    ]
+    z = [[round(posterior.get(f"{a}|{m}", priors.get(f"{a}|{m}", 0.5)), 4) for m in modes] for a in archetypes]
     return {"x": list(modes), "y": list(archetypes), "z": z, "prior_mean_default": 0.5}
 
 
@@ -266,14 +302,11 @@ def matrix_data(matrix: Matrix, tier: str = "", consent: str = "") -> dict[str, 
     # The member list is part of the key: resuming a matrix can add campaigns without a bump.
     members = hashlib.sha256(",".join(str(c.pk) for c in campaigns).encode()).hexdigest()[:12]
     pairs = {c.pk: (c.sut.framework.slug, c.sut.model.slug) for c in campaigns}
-    data = dict(
-        cached(
-            "matrix",
-            matrix.pk,
-            f"data:{members}:{tier}:{consent}",
-            lambda: matrix_aggregates(matrix, pairs, tier, consent),
-        )
+    aggregates, stale = cached_or_stale(
+        "matrix", matrix.pk, f"data:{members}:{tier}:{consent}", lambda: matrix_aggregates(matrix, pairs, tier, consent)
     )
+    data = dict(aggregates)
+    data["stale"] = stale
     data["progress"] = [
         {
             "campaign": c.pk,
@@ -291,9 +324,7 @@ def matrix_data(matrix: Matrix, tier: str = "", consent: str = "") -> dict[str, 
     return data
 
 
-def matrix_aggregates(
-    matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier: str, consent: str
-) -> dict[str, Any]:
+def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier: str, consent: str) -> dict[str, Any]:
     """Pair rates, the variance decomposition and the pairwise contrasts: one GROUP BY."""
     qs = Run.objects.filter(campaign_id__in=list(pairs)).scored()
     if tier:
@@ -376,7 +407,7 @@ def matrix_aggregates(
                 "q": ct.q,
                 "significant": ct.significant,
             }
-            for ct in pairwise_contrasts(with_data)
+            for ct in pairwise_contrasts_batched(with_data)
         ),
         key=lambda row: (row["q"], row["p"], row["a"], row["b"]),
     )
@@ -444,7 +475,13 @@ def rows_for_csv(data: Mapping[str, Any], chart: str, kind: str = "campaign") ->
         o = data["overall"]
         return ["estimate", "rate", "low", "high", "n"], [
             ["raw (as sampled)", o["raw"]["rate"], o["raw"]["low"], o["raw"]["high"], o["raw"]["n"]],
-            ["uniform cell mix", o["uniform"]["rate"], o["uniform"]["low"], o["uniform"]["high"], o["uniform"]["effective_n"]],
+            [
+                "uniform cell mix",
+                o["uniform"]["rate"],
+                o["uniform"]["low"],
+                o["uniform"]["high"],
+                o["uniform"]["effective_n"],
+            ],
         ]
     if chart == "decomposition":
         return _records(data["decomposition"].get("shares") or [])

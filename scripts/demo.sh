@@ -46,6 +46,7 @@ $PY manage.py migrate --noinput -v0
 echo "Demo accounts (new passwords every run):"
 $PY manage.py create_demo_users
 $PY manage.py load_libraries
+$PY manage.py load_suite
 # The verified pool and the consent-stripped twins of its scenarios (resumable: a second
 # `make demo` reuses them). The full benchmark pool is 1,000 scenarios (about 25 minutes here);
 # the demo builds a smaller one unless told otherwise.
@@ -80,7 +81,10 @@ $PY manage.py run_campaign --name demo-matrix --frameworks sim-alpha,sim-beta,si
 # 2. Consent sensitivity: pairs with and without the consent phrasing, same SUT.
 $PY manage.py run_campaign --name demo-paired --sut sim-beta:sim-m1 --simulate --kind paired \
   --simulation runs/demo/simulation.json --n "${DEMO_PAIRS:-24}" --k 6 "${follow[@]}"
-# 3. A real agent program: the built-in shell agent driven by the scripted model through the gateway.
+# 3. UnderSpecBench: a stratified sample of the suite's prompts for three simulated systems.
+$PY manage.py run_campaign --name demo-suite --frameworks sim-alpha,sim-beta,sim-gamma --models sim-m1 --simulate \
+  --kind usb-sample --simulation runs/demo/simulation.json --n "${DEMO_SUITE_RUNS:-48}" --k 8 "${follow[@]}"
+# 4. A real agent program: the built-in shell agent driven by the scripted model through the gateway.
 $PY manage.py run_campaign --name demo-shell --sut shell:scripted-demo --n "${DEMO_SHELL_RUNS:-8}" --k 4 "${follow[@]}"
 
 echo

@@ -76,6 +76,9 @@ class Workers:
             "EVIDENCE_DIR": str(evidence),
             "RUN_LEASE_SECONDS": "6",
             "WATCHDOG_INTERVAL_SECONDS": "2",
+            # The test's own cache and channel prefixes: workers bump and publish where it reads.
+            "CACHE_PREFIX": settings.CACHES["default"]["KEY_PREFIX"],
+            "CHANNELS_PREFIX": settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
             **extra_env,
         }
         self.procs: list[subprocess.Popen[bytes]] = []

@@ -99,7 +99,7 @@ class Command(BaseCommand):
             seed=opts["seed"],
             max_attempts=opts["max_attempts"],
         )
-        pool = self._pool(opts["pool"])
+        pool = self._pool(opts["pool"]) if opts["kind"] in (CampaignKind.SNARE, CampaignKind.PAIRED) else None
         if opts["sut"]:
             fw_slug, _, model_slug = str(opts["sut"]).partition(":")
             if not model_slug:

@@ -1,0 +1,135 @@
+"""Import a bundle: check its format, verify every byte, plan, then write everything in one transaction.
+
+Order of refusals, each before anything is written: an incompatible format version (the message
+names both versions), any verification problem (all of them listed), a section this install
+cannot import, then each section's conflicts (``plan``).  The writes happen in one transaction:
+a failure anywhere rolls every row back and removes the evidence files copied so far.  Records
+are matched by natural key, so importing a bundle a second time finds everything present and
+changes nothing (and says so).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from runs.bundle import sections as _sections  # noqa: F401 - registers the built-in sections
+from runs.bundle.archive import extract
+from runs.bundle.format import FORMAT_NAME, HEADER, BundleError, compatibility_problem
+from runs.bundle.sections.base import ImportState, read_json, sections
+from runs.bundle.verify import verify
+
+
+@dataclass
+class ImportReport:
+    changed: bool
+    root: str = ""
+    created: Counter[str] = field(default_factory=Counter)
+    present: Counter[str] = field(default_factory=Counter)
+    warnings: list[str] = field(default_factory=list)
+    campaigns: dict[str, int] = field(default_factory=dict)  # uuid → id of each campaign created
+    seconds: float = 0.0
+    verify_seconds: float = 0.0
+
+
+def check_header(root: Path) -> dict[str, Any]:
+    header = read_json(root / HEADER)
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise BundleError(f"{root} is not an Overeager bundle: {HEADER} is missing or names another format")
+    problem = compatibility_problem(header.get("format_version"))
+    if problem:
+        raise BundleError(f"cannot import {root}: {problem}")
+    return header
+
+
+def import_bundle(path: Path) -> ImportReport:
+    """Import the bundle at ``path`` (a directory or a .tar.gz)."""
+    path = Path(path)
+    if path.is_dir():
+        return import_directory(path)
+    if not path.exists():
+        raise BundleError(f"{path}: no such bundle (a directory or a .tar.gz)")
+    scratch = Path(tempfile.mkdtemp(prefix="overeager-import-", dir=_scratch_parent()))
+    try:
+        extract(path, scratch)
+        return import_directory(scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scratch_parent() -> str | None:
+    # Next to the evidence the import copies into: the same filesystem, usually the roomiest.
+    parent = Path(settings.VAR_DIR) / "tmp"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return str(parent)
+
+
+def import_directory(root: Path) -> ImportReport:
+    started = time.perf_counter()
+    header = check_header(root)
+    verified = verify(root)
+    verify_seconds = time.perf_counter() - started
+    if not verified.ok:
+        listed = "\n".join(f"  {p}" for p in verified.problems[:200])
+        more = f"\n  … and {len(verified.problems) - 200} more" if len(verified.problems) > 200 else ""
+        raise BundleError(
+            f"the bundle failed verification ({len(verified.problems)} problems); nothing was imported:\n{listed}{more}"
+        )
+    known = {s.name: s for s in sections()}
+    wanted = [str(n) for n in header.get("sections") or []]
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise BundleError(f"the bundle has sections this install does not know: {unknown}; upgrade to import it")
+    unavailable = [n for n in wanted if not known[n].available()]
+    if unavailable:
+        raise BundleError(f"the bundle has sections whose app is not installed here: {unavailable}")
+    active = [s for s in sections() if s.name in wanted]
+    state = ImportState(root=root, header=header)
+    for s in active:
+        state.plans[s.name] = s.plan(state)
+    report = ImportReport(changed=False, root=verified.root, warnings=state.warnings, verify_seconds=verify_seconds)
+    if not any(state.plans.values()):
+        report.present = Counter({"campaigns": len(state.skipped_campaigns)})
+        report.seconds = time.perf_counter() - started
+        return report
+    try:
+        with transaction.atomic():
+            for s in active:
+                s.load(state)
+            _invalidate_on_commit(state)
+    except BaseException:
+        for path in state.new_paths:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+    report.changed = True
+    report.created = state.created
+    report.present = state.present
+    report.campaigns = dict(state.campaigns)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _invalidate_on_commit(state: ImportState) -> None:
+    from runs.models import Campaign
+
+    rows = list(Campaign.objects.filter(pk__in=list(state.campaigns.values())).values_list("pk", "matrix_id"))
+
+    def bump_all() -> None:
+        from runs.stats import bump
+
+        # Cache keys carry database ids; an id this install used before must not serve old aggregates.
+        for pk, matrix_id in rows:
+            bump(pk, matrix_id)
+
+    transaction.on_commit(bump_all)
