@@ -106,8 +106,9 @@ def run(args: argparse.Namespace, queue: str) -> int:
                     "started_at", "finished_at", "duration"
                 )
             )
-            totals = [(f - s).total_seconds() for s, f, _ in attempts]
-            agent = [d or 0.0 for _, _, d in attempts]
+            done = [(s, f, d) for s, f, d in attempts if f is not None]
+            totals = [(f - s).total_seconds() for s, f, _ in done]
+            agent = [d or 0.0 for _, _, d in done]
             harness = [1 - a / t for a, t in zip(agent, totals, strict=True) if t > 0]
             scored = Run.objects.filter(campaign=campaign, status=Run.Status.SCORED).count()
             rows.append(
@@ -129,10 +130,10 @@ def run(args: argparse.Namespace, queue: str) -> int:
         f"{'backend':8} {'workers':>7} {'runs':>5} {'wall s':>7} {'runs/min':>9} {'run s p50':>9} "
         f"{'agent s p50':>11} {'harness share p50':>17} {'non-agent wall':>14}"
     )
-    for backend, workers, scored, wall, rpm, total, agent, harness, idle in rows:
+    for backend, workers, scored, wall, rpm, total_p50, agent_p50, harness_p50, idle in rows:
         print(
-            f"{backend:8} {workers:>7} {scored:>5} {wall:>7.1f} {rpm:>9.1f} {total:>9.2f} "
-            f"{agent:>11.2f} {harness:>17.1%} {idle:>14.1%}"
+            f"{backend:8} {workers:>7} {scored:>5} {wall:>7.1f} {rpm:>9.1f} {total_p50:>9.2f} "
+            f"{agent_p50:>11.2f} {harness_p50:>17.1%} {idle:>14.1%}"
         )
     by = {(b, w): rpm for b, w, _, _, rpm, *_ in rows}
     for backend in args.backends.split(","):

@@ -33,8 +33,17 @@ def pair_records(campaigns: Iterable[Campaign]) -> tuple[list[dict[str, Any]], i
         Run.objects.filter(campaign_id__in=list(ids))
         .exclude(pair_key="")
         .values_list(
-            "pk", "campaign_id", "pair_key", "member", "status", "overeager", "validity", "consent", "channel",
-            "archetype_tier", "archetype",
+            "pk",
+            "campaign_id",
+            "pair_key",
+            "member",
+            "status",
+            "overeager",
+            "validity",
+            "consent",
+            "channel",
+            "archetype_tier",
+            "archetype",
         )
         .order_by("campaign_id", "round", "slot")
     )
@@ -80,7 +89,9 @@ def consent_data(campaigns: Sequence[Campaign], view: str = "per-sut") -> dict[s
         row = result.as_dict(report.fields)
         # "Deny" phrasings that raise the overeager rate are the finding the page must not bury.
         row["deny_raises"] = (
-            "deny" in str(row.get("consent", "")) and result.effect is not None and result.effect > 0
+            "deny" in str(row.get("consent", ""))
+            and result.effect is not None
+            and result.effect > 0
             and result.significant
         )
         strata.append(row)
@@ -96,9 +107,7 @@ def consent_data(campaigns: Sequence[Campaign], view: str = "per-sut") -> dict[s
         "alpha": report.alpha,
         "strata": strata,
         "complete_pairs": sum(s.table.n for s in report.strata),
-        "incomplete": [
-            {**p.as_dict(), "runs": records[p.index]["runs"]} for p in report.incomplete
-        ],
+        "incomplete": [{**p.as_dict(), "runs": records[p.index]["runs"]} for p in report.incomplete],
         "in_flight": in_flight,
         "discordant": discordant,
     }

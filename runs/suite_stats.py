@@ -28,8 +28,17 @@ def suite_records(campaigns: Iterable[Campaign]) -> list[dict[str, Any]]:
     campaigns = list(campaigns)
     systems = {c.pk: str(c.sut) for c in campaigns}
     rows = suite_runs(campaigns).values_list(
-        "campaign_id", "family", "domain", "surface", "s_level", "b_level", "r_level", "acted",
-        "safe_success", "wrong_target", "overscope",
+        "campaign_id",
+        "family",
+        "domain",
+        "surface",
+        "s_level",
+        "b_level",
+        "r_level",
+        "acted",
+        "safe_success",
+        "wrong_target",
+        "overscope",
     )
     return [
         {

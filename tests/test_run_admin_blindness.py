@@ -17,8 +17,13 @@ def labelled_run() -> Run:
     sut = SystemUnderTest.objects.for_pair(fw, model)
     campaign = Campaign.objects.create(name="c", sut=sut, backend="bwrap", params={"n": 1})
     return Run.objects.create(
-        campaign=campaign, round=0, slot=0, status=Run.Status.SCORED, acted=False,
-        disposition="clarification", disposition_source="judge:nonaction-v1",
+        campaign=campaign,
+        round=0,
+        slot=0,
+        status=Run.Status.SCORED,
+        acted=False,
+        disposition="clarification",
+        disposition_source="judge:nonaction-v1",
     )
 
 

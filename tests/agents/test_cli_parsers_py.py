@@ -153,7 +153,7 @@ def test_mini_swe_agent_launch_keeps_the_prompt_out_of_argv_and_relaxes_setup_an
     assert launch.env["MSWEA_CONFIGURED"] == "true" and launch.env["MSWEA_COST_TRACKING"] == "ignore_errors"
     adapter = get_adapter("mini-swe-agent")
     assert "home/.config/mini-swe-agent/**" in adapter.state_paths
-    assert adapter.output_files == ("home/.config/mini-swe-agent/last_mini_run.traj.json",)  # type: ignore[attr-defined]
+    assert adapter.output_files == ("home/.config/mini-swe-agent/last_mini_run.traj.json",)
 
 
 # -- aider -----------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_aider_chat_history_parses_into_its_reply_edits_and_the_shell_command_it
 def test_aider_sends_no_tools_and_says_so_to_the_runner() -> None:
     records = meta("aider_edit_and_shell")["gateway_records"]
     assert [(r["status"], r["tools"]) for r in records] == [(200, [])]
-    assert get_adapter("aider").offers_tools is False  # type: ignore[attr-defined]
+    assert get_adapter("aider").offers_tools is False
 
 
 def test_aider_exits_0_after_a_model_api_error_which_only_its_output_shows() -> None:

@@ -4,8 +4,9 @@ Building even a small pool executes ~130 reference-solution pairs in the sandbox
 minutes here), and transactional tests — the only kind real worker processes can see — empty
 the database after every test.  So the first test of a session builds the pool for real with
 ``build_pool`` (size 120: one scenario per archetype × consent cell) plus the consent-stripped
-twins of its non-silent scenarios, and writes it to ``var/test-cache/``; every later test re-inserts it from there in well under a second.  The key
-includes the library digest and the materialisation format, so any change rebuilds it.
+twins of its non-silent scenarios, and writes it to ``var/test-cache/``; every later test
+re-inserts it from there in well under a second.  The key includes the library digest and the
+materialisation format, so any change rebuilds it.
 """
 
 from __future__ import annotations

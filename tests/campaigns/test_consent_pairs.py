@@ -73,8 +73,12 @@ def test_a_paired_campaign_recovers_the_planted_phrasing_effects(pool, workers):
         simulation=SIMULATION,
     )
     workers().start(2)
-    wait_for(lambda: not Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.RUNNING).exists(), 1200,
-             "the paired campaign to finish", poll=2)
+    wait_for(
+        lambda: not Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.RUNNING).exists(),
+        1200,
+        "the paired campaign to finish",
+        poll=2,
+    )
     campaign.refresh_from_db()
     assert campaign.status == Campaign.Status.COMPLETE, campaign.error
     runs = Run.objects.filter(campaign=campaign)

@@ -30,8 +30,13 @@ FRAMEWORKS = {"sim-alpha": -0.6, "sim-beta": -0.2, "sim-gamma": 0.2, "sim-delta"
 MODELS = {"sim-m1": -0.8, "sim-m2": -0.4, "sim-m3": 0.0, "sim-m4": 0.4, "sim-m5": 0.8}
 PER_PAIR = 12
 SIMULATION = {
-    "cells": [["*", "explicit-deny", 0.1], ["*", "implicit-deny", 0.25], ["*", "silent", 0.4],
-              ["*", "implicit-allow", 0.6], ["*", "explicit-allow", 0.8]],
+    "cells": [
+        ["*", "explicit-deny", 0.1],
+        ["*", "implicit-deny", 0.25],
+        ["*", "silent", 0.4],
+        ["*", "implicit-allow", 0.6],
+        ["*", "explicit-allow", 0.8],
+    ],
     "framework_effects": FRAMEWORKS,
     "model_effects": MODELS,
 }
@@ -62,7 +67,9 @@ def test_a_simulated_matrix_recovers_the_planted_pair_rates(pool, workers):
     truth = propensities_from(SIMULATION)
     contained = 0
     lines = []
-    for campaign in Campaign.objects.filter(pk__in=[c.pk for c in campaigns]).select_related("sut__framework", "sut__model"):
+    for campaign in Campaign.objects.filter(pk__in=[c.pk for c in campaigns]).select_related(
+        "sut__framework", "sut__model"
+    ):
         assert campaign.status == Campaign.Status.COMPLETE, campaign.error
         assert campaign.scored == PER_PAIR
         fw, model = campaign.sut.framework.slug, campaign.sut.model.slug
@@ -74,12 +81,19 @@ def test_a_simulated_matrix_recovers_the_planted_pair_rates(pool, workers):
             cells[key] = cells.get(key, Counts(0, 0)) + Counts(int(bool(run.overeager)), 1)
         mix = uniform_mix_rate(cells)
         planted = sum(truth.p(a, c, fw, model) for a, c in cells) / len(cells)
-        all_cells = sum(truth.p("*", c, fw, model) for c in ("explicit-deny", "implicit-deny", "silent",
-                                                              "implicit-allow", "explicit-allow")) / 5
+        all_cells = (
+            sum(
+                truth.p("*", c, fw, model)
+                for c in ("explicit-deny", "implicit-deny", "silent", "implicit-allow", "explicit-allow")
+            )
+            / 5
+        )
         inside = mix.low <= planted <= mix.high
         contained += inside
-        lines.append(f"{fw:10} {model:7} planted {planted:.3f} (all cells {all_cells:.3f}) "
-                     f"re-weighted {mix.uniform:.3f} [{mix.low:.3f}, {mix.high:.3f}] {'ok' if inside else 'MISS'}")
+        lines.append(
+            f"{fw:10} {model:7} planted {planted:.3f} (all cells {all_cells:.3f}) "
+            f"re-weighted {mix.uniform:.3f} [{mix.low:.3f}, {mix.high:.3f}] {'ok' if inside else 'MISS'}"
+        )
     print("\n".join(lines))
     print(f"{contained}/20 intervals contain the planted pair rate; {20 * PER_PAIR} runs in {elapsed:.0f} s")
     assert contained >= 18

@@ -39,8 +39,12 @@ def test_a_stratified_suite_campaign_scores_every_run_by_its_planted_action(tran
         kind=CampaignKind.USB_SAMPLE,
     )
     workers().start(2)
-    wait_for(lambda: not Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.RUNNING).exists(), 900,
-             "the suite campaign to finish", poll=2)
+    wait_for(
+        lambda: not Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.RUNNING).exists(),
+        900,
+        "the suite campaign to finish",
+        poll=2,
+    )
     campaign.refresh_from_db()
     assert campaign.status == Campaign.Status.COMPLETE, campaign.error
     runs = list(Run.objects.filter(campaign=campaign).select_related("counted_attempt", "prompt"))

@@ -78,11 +78,22 @@ def test_the_admin_refuses_a_sut_whose_api_the_framework_does_not_speak(pool):
     client = _curator()
     _configure_in_admin(client)
     fw = AgentFramework.objects.get(slug="shell")
-    model = ModelEndpoint.objects.create(slug="anthropic-only", label="x", upstream="scripted", api_kinds=["anthropic-messages"], script=SCRIPT)
+    model = ModelEndpoint.objects.create(
+        slug="anthropic-only", label="x", upstream="scripted", api_kinds=["anthropic-messages"], script=SCRIPT
+    )
     r = client.post(
         "/admin/runs/systemundertest/add/",
-        {"framework": fw.pk, "model": model.pk, "api_kind": "anthropic-messages", "max_steps": 10,
-         "wall_limit_s": 300, "command_timeout_s": 60, "max_requests": 20, "max_tokens": 1000, "notes": ""},
+        {
+            "framework": fw.pk,
+            "model": model.pk,
+            "api_kind": "anthropic-messages",
+            "max_steps": 10,
+            "wall_limit_s": 300,
+            "command_timeout_s": 60,
+            "max_requests": 20,
+            "max_tokens": 1000,
+            "notes": "",
+        },
     )
     assert r.status_code == 200
     assert "shell speaks [&#x27;openai-chat&#x27;], not anthropic-messages" in r.content.decode()
