@@ -135,6 +135,7 @@ _KIND_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"^iam/(user|role)/[^/]+$", r"iam/\1"),
     (r"^tf/[^/]+/(data\.)?([a-z0-9_]+)\.", r"tf/\2"),
     (r"^db/[^/]+/[^/]+/table/", "db/table"),
+    (r"^db/[^/]+/role/[^/]+$", "db/role"),
     (r"^db/[^/]+/[^/]+$", "db/database"),
     (r"^helm/[^/]+/[^/]+/release/", "helm/release"),
     (r"^docker/[^/]+/([a-z-]+)", r"docker/\1"),

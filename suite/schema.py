@@ -413,7 +413,9 @@ def compose(prompts: Mapping[str, Any], s: int, b: int, r: int) -> str:
     for _ in range(3):
         for key, value in parts.items():
             text = text.replace("{{" + key + "}}", value)
-    return " ".join(text.split())
+    text = " ".join(text.split())
+    # A fragment written mid-sentence ("the staging namespace") may open the prompt.
+    return text[:1].upper() + text[1:]
 
 
 def all_prompts(family: Mapping[str, Any]) -> list[tuple[int, int, int, str]]:

@@ -18,7 +18,8 @@ Authored state::
         - {matchers: ["alertname=DiskFull", "instance=build-07"], ends_at: "2026-03-02T12:00:00Z", created_by: alice, comment: disk swap}
 
 Object ids: ``alertmanager/silence/<id>`` (matchers, end time, comment; expiring sets the end
-time to the call's time).
+time to the call's time) and ``alertmanager/alert/<alertname>/<fingerprint>`` (labels, ``state``
+active or suppressed, ``silenced_by``: the ids of the active silences that match it).
 """
 
 from __future__ import annotations
@@ -28,7 +29,20 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from suite.emulators.base import ArgError, Call, Ctx, Result, ToolExit, iso, opt, parse_gnu, parse_time, uuid_like
+from suite.emulators.base import (
+    DEFAULT_CLOCK,
+    ArgError,
+    Call,
+    Ctx,
+    Result,
+    ToolExit,
+    iso,
+    opt,
+    parse_gnu,
+    parse_time,
+    short_hash,
+    uuid_like,
+)
 
 SECTION = "alertmanager"
 
@@ -45,6 +59,9 @@ def prepare(section: dict[str, Any], now: datetime) -> dict[str, Any]:
         sil.setdefault("created_by", "alertmanager")
         sil.setdefault("comment", "")
         sil["matchers"] = [m if isinstance(m, dict) else _matcher(str(m)) for m in sil.get("matchers", [])]
+    # The time at which the alerts' silenced state was last evaluated (every amtool call moves
+    # it on, as Alertmanager re-evaluates silences continuously); harness-only, never printed.
+    section.setdefault("_now", iso(now))
     return section
 
 
@@ -91,7 +108,7 @@ def _matches(matchers: list[dict[str, Any]], labels: dict[str, str]) -> bool:
 
 
 def objects(section: dict[str, Any]) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         f"alertmanager/silence/{s['id']}": {
             "matchers": [_fmt_matcher(m) for m in s["matchers"]],
             "ends_at": s["ends_at"],
@@ -99,6 +116,24 @@ def objects(section: dict[str, Any]) -> dict[str, Any]:
         }
         for s in section.get("silences", [])
     }
+    # What a silence does is visible on the alerts it mutes: a firing alert is an object whose
+    # state is "suppressed" while an active silence matches its labels. The silence itself has a
+    # server-made id nobody can name in advance; the alerts it hides are what the oracle scores.
+    now = parse_time(section.get("_now") or DEFAULT_CLOCK)
+    active = [s for s in section.get("silences", []) if parse_time(s["starts_at"]) <= now < parse_time(s["ends_at"])]
+    for a in section.get("alerts", []):
+        by = sorted(s["id"] for s in active if _matches(s["matchers"], a["labels"]))
+        out[f"alertmanager/alert/{a['labels']['alertname']}/{fingerprint(a['labels'])}"] = {
+            "labels": dict(sorted(a["labels"].items())),
+            "state": "suppressed" if by else "active",
+            "silenced_by": by,
+        }
+    return out
+
+
+def fingerprint(labels: dict[str, str]) -> str:
+    """Alertmanager's alert fingerprint: 16 hex digits of a hash of the sorted label set."""
+    return short_hash("alert", sorted(labels.items()), length=16, alphabet="0123456789abcdef")
 
 
 def _ts(t: str) -> str:
@@ -348,6 +383,7 @@ def run(state: dict[str, Any], call: Call) -> Result:
         if handler is None:
             raise ctx.fail(1, f'amtool: error: expected command but got "{cmd}", try --help')
         a = _A(ctx, p)
+        state[SECTION]["_now"] = iso(call.now)
         getattr(a, handler)(args)
     except ToolExit as exc:
         return ctx.finish(exc)

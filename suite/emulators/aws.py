@@ -86,7 +86,10 @@ def prepare(section: dict[str, Any], now: datetime) -> dict[str, Any]:
                 o = objs[key] = {}
             o.setdefault("size", len(o.get("content", "")) if "content" in o else 1024)
             o.setdefault("modified", iso(now - timedelta(days=3)))
-            o.setdefault("etag", hashlib.md5(f"{name}/{key}/{o['size']}".encode(), usedforsecurity=False).hexdigest())
+            # A single-part upload's ETag is the MD5 of its bytes, so an object authored with content has the
+            # ETag an upload of that content gets (a restore from a known-good copy is recognisable).
+            seed = o["content"] if "content" in o else f"{name}/{key}/{o['size']}"
+            o.setdefault("etag", hashlib.md5(seed.encode(), usedforsecurity=False).hexdigest())
     iam = section.setdefault("iam", {})
     for name, u in iam.setdefault("users", {}).items():
         u.setdefault("created", born)

@@ -19,6 +19,7 @@ sequence number, so every timestamp, age and generated id is the same on every e
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import posixpath
@@ -478,9 +479,12 @@ def to_yaml(value: Any) -> str:
 
 
 def glob_match(pattern: str, text: str) -> bool:
-    """Shell-style match over a whole string (``*`` may span ``/``): filters like ``--exclude``."""
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, text, flags=re.DOTALL) is not None
+    """Shell-style match over a whole string (``*`` may span ``/``): filters like ``--exclude``.
+
+    The AWS CLI's filters are Python's ``fnmatch`` (awscli/customizations/s3/filters.py), so
+    ``[0-5]`` and ``[!x]`` classes work as there; case-sensitive like S3 keys.
+    """
+    return fnmatch.fnmatchcase(text, pattern)
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -78,7 +78,27 @@ def prepare(section: dict[str, Any], now: datetime) -> dict[str, Any]:
         n.setdefault("driver", "bridge" if n["name"] != "host" and n["name"] != "none" else n["name"])
         n.setdefault("id", short_hash("net", n["name"], length=64))
     section.setdefault("registries", {})
+    # A registry tag points at a manifest digest. A tag this host has locally points at that
+    # image's digest, so re-pushing the same image changes nothing, while pushing another image
+    # under an existing tag (moving `latest`) is a visible change of that tag.
+    local = {_ref(img): img for img in section["images"] if not _dangling(img)}
+    digests = section.setdefault("_digests", {})
+    for reg, repos in section["registries"].items():
+        for repo, tags in repos.items():
+            for tag in tags:
+                key = f"{reg}/{repo}:{tag}"
+                img = local.get(key)
+                digests.setdefault(key, _digest(img) if img else _name_digest(reg, repo, tag))
     return section
+
+
+def _digest(img: dict[str, Any]) -> str:
+    """The manifest digest of a local image: recorded when pulled, else derived from its id."""
+    return str(img.get("digest") or "sha256:" + short_hash("manifest", img["id"], length=64))
+
+
+def _name_digest(reg: str, repo: str, tag: str) -> str:
+    return "sha256:" + short_hash(reg, repo, tag, length=64)
 
 
 def state_problems(section: Any) -> list[str]:
@@ -127,7 +147,10 @@ def objects(section: dict[str, Any]) -> dict[str, Any]:
     for reg, repos in section.get("registries", {}).items():
         for repo, tags in repos.items():
             for tag in tags:
-                out[f"registry/{reg}/{repo}:{tag}"] = {"digest": "sha256:" + short_hash(reg, repo, tag, length=64)}
+                key = f"{reg}/{repo}:{tag}"
+                out[f"registry/{key}"] = {
+                    "digest": section.get("_digests", {}).get(key) or _name_digest(reg, repo, tag)
+                }
     return out
 
 
@@ -381,6 +404,8 @@ class _D:
                 shown = [c for c in shown if val in c["name"]]
             elif key == "ancestor":
                 shown = [c for c in shown if c["image"].startswith(val)]
+            elif key == "network":
+                shown = [c for c in shown if c.get("network", "bridge") == val]
         for c in shown:
             self.ctx.saw(f"docker/{self.host}/container/{c['name']}")
         if self.p.get("quiet"):
@@ -399,6 +424,7 @@ class _D:
                             "Status": self._status(c),
                             "State": c["status"],
                             "Ports": c["ports"],
+                            "Networks": c.get("network", "bridge"),
                         },
                     )
                 )
@@ -487,13 +513,44 @@ class _D:
 
     def do_network_ls(self) -> None:
         rows = [["NETWORK ID", "NAME", "DRIVER", "SCOPE"]]
-        for n in self.s["networks"]:
+        nets = list(self.s["networks"])
+        for flt in self.p.get("filter") or []:
+            key, _, val = flt.partition("=")
+            if key == "name":
+                nets = [n for n in nets if val in n["name"]]
+            elif key == "driver":
+                nets = [n for n in nets if n["driver"] == val]
+            elif key == "dangling":
+                # Like the daemon: a network is dangling when no container is attached (built-ins never are).
+                nets = [
+                    n
+                    for n in nets
+                    if (not n.get("builtin") and not self._attached(n["name"], running_only=False)) == (val == "true")
+                ]
+            else:
+                raise self.ctx.fail(1, f"Error response from daemon: invalid filter '{key}'")
+        for n in nets:
+            if not n.get("builtin"):
+                self.ctx.saw(f"docker/{self.host}/network/{n['name']}")
+        if self.p.get("format"):
+            for n in nets:
+                data = {"ID": n["id"][:12], "Name": n["name"], "Driver": n["driver"], "Scope": "local"}
+                self.ctx.out(_go_format(self.p.get("format"), data))
+            return
+        for n in nets:
             rows.append([n["id"][:12], n["name"], n["driver"], "local"])
         if self.p.get("quiet"):
-            for n in self.s["networks"]:
+            for n in nets:
                 self.ctx.out(n["id"][:12])
             return
         self.ctx.out(table(rows))
+
+    def _attached(self, network: str, *, running_only: bool) -> list[dict[str, Any]]:
+        return [
+            c
+            for c in self.s["containers"]
+            if c.get("network") == network and (not running_only or c["status"] in ("running", "paused"))
+        ]
 
     def do_system_df(self) -> None:
         imgs = self.s["images"]
@@ -554,6 +611,23 @@ class _D:
                     }
                 )
                 continue
+            net = next((n for n in self.s["networks"] if n["name"] == ref or n["id"].startswith(ref)), None)
+            if net is not None:
+                if not net.get("builtin"):
+                    self.ctx.saw(f"docker/{self.host}/network/{net['name']}")
+                out.append(
+                    {
+                        "Name": net["name"],
+                        "Id": net["id"],
+                        "Scope": "local",
+                        "Driver": net["driver"],
+                        "Containers": {
+                            c["id"]: {"Name": c["name"]} for c in self._attached(net["name"], running_only=True)
+                        },
+                        "Labels": net.get("labels", {}),
+                    }
+                )
+                continue
             vol = next((v for v in self.s["volumes"] if v["name"] == ref), None)
             if vol is not None:
                 out.append(
@@ -580,6 +654,9 @@ class _D:
         self.do_inspect()
 
     def do_volume_inspect(self) -> None:
+        self.do_inspect()
+
+    def do_network_inspect(self) -> None:
         self.do_inspect()
 
     def do_logs(self) -> None:
@@ -753,6 +830,7 @@ class _D:
                 "volumes": vols,
                 "ports": "",
                 "id": cid,
+                **({"network": self.p.get("network")} if self.p.get("network") else {}),
             }
         )
         for v in vols:
@@ -823,9 +901,18 @@ class _D:
                 "\"docker push\" requires exactly 1 argument.\nSee 'docker push --help'.\n\nUsage:  docker push [OPTIONS] NAME[:TAG]\n\nUpload an image to a registry",
             )
         ref = self.p.args[0]
-        img = self.image(ref)
-        if img is None:
-            raise self.ctx.fail(1, f"An image does not exist locally with the tag: {ref.split(':')[0]}")
+        has_tag = ":" in ref.rsplit("/", 1)[-1]
+        if self.p.get("all_tags"):
+            if has_tag:
+                raise self.ctx.fail(1, "tag can't be used with --all-tags/-a")
+            pushing = [i for i in self.s["images"] if i["repository"] == ref]
+            if not pushing:
+                raise self.ctx.fail(1, f"An image does not exist locally with the tag: {ref}")
+        else:
+            img = self.image(ref)
+            if img is None:
+                raise self.ctx.fail(1, f"An image does not exist locally with the tag: {ref.split(':')[0]}")
+            pushing = [img]
         host = ref.split("/")[0]
         regs = self.s["registries"]
         if "." not in host or host not in regs:
@@ -833,14 +920,17 @@ class _D:
                 1,
                 f'Get "https://{host if "." in host else "registry-1.docker.io"}/v2/": dial tcp: lookup {host if "." in host else "registry-1.docker.io"}: no such host',
             )
-        repo = img["repository"][len(host) + 1 :]
-        tags = regs[host].setdefault(repo, [])
-        if img["tag"] not in tags:
-            tags.append(img["tag"])
-        digest = short_hash(host, repo, img["tag"], length=64)
-        self.ctx.out(
-            f"The push refers to repository [{img['repository']}]\n{img['id'][:12]}: Pushed\n{img['tag']}: digest: sha256:{digest} size: 1573"
-        )
+        self.ctx.out(f"The push refers to repository [{pushing[0]['repository']}]")
+        for img in sorted(pushing, key=lambda i: str(i["tag"])):
+            repo = img["repository"][len(host) + 1 :]
+            tags = regs[host].setdefault(repo, [])
+            if img["tag"] not in tags:
+                tags.append(img["tag"])
+            key = f"{host}/{repo}:{img['tag']}"
+            digests = self.s.setdefault("_digests", {})
+            layer = "Layer already exists" if digests.get(key) == _digest(img) else "Pushed"
+            digests[key] = _digest(img)
+            self.ctx.out(f"{img['id'][:12]}: {layer}\n{img['tag']}: digest: {_digest(img)} size: 1573")
 
     def do_image_push(self) -> None:
         self.do_push()
@@ -861,19 +951,28 @@ class _D:
                 1,
                 f'Error response from daemon: Get "https://{host if "." in host else "registry-1.docker.io"}/v2/": dial tcp: lookup {host if "." in host else "registry-1.docker.io"}: no such host',
             )
-        if self.image(ref) is None:
-            self.s["images"].append(
-                {
-                    "repository": repo_full,
-                    "tag": tag,
-                    "size": "150MB",
-                    "created": iso(self.now),
-                    "id": short_hash("pulled", ref, length=64),
-                }
-            )
-        self.ctx.out(
-            f"{tag}: Pulling from {repo}\nDigest: sha256:{short_hash(host, repo, tag, length=64)}\nStatus: Downloaded newer image for {ref}\n{ref}"
+        digest = self.s.get("_digests", {}).get(f"{host}/{repo}:{tag}") or _name_digest(host, repo, tag)
+        local = self.image(ref)
+        if local is not None and _digest(local) == digest:
+            self.ctx.out(f"{tag}: Pulling from {repo}\nDigest: {digest}\nStatus: Image is up to date for {ref}\n{ref}")
+            return
+        if local is not None:
+            # The tag moved in the registry: the name follows it and the old image is left dangling
+            # (<none>:<none>) unless another tag still names it.
+            self.s["images"].remove(local)
+            if not any(i["id"] == local["id"] for i in self.s["images"]):
+                self.s["images"].append({**local, "repository": "<none>", "tag": "<none>"})
+        self.s["images"].append(
+            {
+                "repository": repo_full,
+                "tag": tag,
+                "size": "150MB",
+                "created": iso(self.now),
+                "id": short_hash("pulled", ref, digest, length=64),
+                "digest": digest,
+            }
         )
+        self.ctx.out(f"{tag}: Pulling from {repo}\nDigest: {digest}\nStatus: Downloaded newer image for {ref}\n{ref}")
 
     def do_image_pull(self) -> None:
         self.do_pull()
@@ -959,6 +1058,10 @@ class _D:
                 errors.append(f"Error response from daemon: network {name} not found")
             elif net.get("builtin"):
                 errors.append(f"Error response from daemon: {name} is a pre-defined network and cannot be removed")
+            elif self._attached(name, running_only=True):
+                errors.append(
+                    f"Error response from daemon: error while removing network: network {name} id {net['id']} has active endpoints"
+                )
             else:
                 self.s["networks"].remove(net)
                 self.ctx.out(name)
@@ -966,7 +1069,13 @@ class _D:
             raise self.ctx.fail(1, "\n".join(errors))
 
     def do_network_create(self) -> None:
+        if not self.p.args:
+            raise self.ctx.fail(
+                1, "\"docker network create\" requires exactly 1 argument.\nSee 'docker network create --help'."
+            )
         name = self.p.args[0]
+        if any(n["name"] == name for n in self.s["networks"]):
+            raise self.ctx.fail(1, f"Error response from daemon: network with name {name} already exists")
         self.s["networks"].append(
             {"name": name, "driver": self.p.get("driver") or "bridge", "id": short_hash("net", name, length=64)}
         )

@@ -743,6 +743,16 @@ class _H:
                     elif typed:
                         value = _typed(raw)
                     user = deep_merge(user, _nest(key, value))
+        # helm 3 pkg/action/upgrade.go reuseValues(): --reset-then-reuse-values coalesces the
+        # new values over the previous release's, and an upgrade given no values at all copies
+        # the previous ones ("copying values from ... to new release"). Only an upgrade that
+        # sets some value without --reuse-values starts again from the chart defaults — the
+        # documented surprise that wipes earlier overrides (helm/helm#1569).
+        if previous and not self.p.get("reset_values") and not self.p.get("reuse_values"):
+            if self.p.get("reset_then_reuse_values"):
+                user = deep_merge(copy.deepcopy(previous), user)
+            elif not user:
+                user = copy.deepcopy(previous)
         return user
 
     # mutating -------------------------------------------------------------------------
@@ -857,6 +867,10 @@ class _H:
                     1, f'Error: invalid revision number "{args[1]}": strconv.Atoi: parsing "{args[1]}": invalid syntax'
                 ) from None
         else:
+            target_no = current - 1
+        if len(args) == 2 and target_no == 0:
+            # pkg/action/rollback.go: "if r.Version == 0 { previousVersion = currentRelease.Version - 1 }"
+            # — the documented `helm rollback RELEASE 0` means the previous revision.
             target_no = current - 1
         if target_no < 1:
             raise self.ctx.fail(

@@ -2005,7 +2005,9 @@ class _K:
         if p.get("filename"):
             for manifest in self.read_manifests():
                 k, name, ns = self.doc_target(manifest)
-                self._store_doc(manifest, k, name, ns, mode="create")
+                if self.dry != "client":
+                    # A client-side dry run never reaches the API server: an existing object is no error.
+                    self._store_doc(manifest, k, name, ns, mode="create")
                 self.ctx.out(f"{k.ref}/{name} created{self.dry_suffix()}")
             if self.dry == "none":
                 self.commit()
@@ -2117,8 +2119,14 @@ class _K:
                 1, f'error: unknown command "{what}" for "kubectl create"\n\nDid you mean this?\n\tconfigmap'
             )
         k = BY_KIND[doc["kind"]]
-        self._store_doc(doc, k, doc["metadata"]["name"], self.ns if k.namespaced else None, mode="create")
+        if self.dry != "client":
+            self._store_doc(doc, k, doc["metadata"]["name"], self.ns if k.namespaced else None, mode="create")
         if p.get("output") in ("yaml", "json"):
+            if doc["kind"] == "Secret":
+                # kubectl prints what it would send: the values base64-encoded under data.
+                doc = {k2: v for k2, v in doc.items() if k2 != "stringData"} | {
+                    "data": {a: base64.b64encode(str(v).encode()).decode() for a, v in doc["stringData"].items()}
+                }
             self.ctx.out(
                 to_yaml(doc) if p.get("output") == "yaml" else json.dumps(doc, indent=4),
                 end="" if p.get("output") == "yaml" else "\n",
@@ -2440,6 +2448,11 @@ class _K:
         for o in self._one_or_more([k.kind for k in KINDS]):
             updated = copy.deepcopy(o)
             body = {k: v for k, v in updated.items() if k != "emulator"}
+            secret = o.get("kind") == "Secret"
+            if secret:
+                # A patch is applied to the object as the API serves it: a Secret's data is base64 on
+                # the wire, and stringData is folded into data on write.
+                body["data"] = {a: base64.b64encode(str(v).encode()).decode() for a, v in (o.get("data") or {}).items()}
             if ptype == "json":
                 if not isinstance(patch, list):
                     raise self.ctx.fail(
@@ -2458,6 +2471,8 @@ class _K:
                 body = deep_merge(body, patch)
                 if ptype == "strategic":
                     body = self._strategic_lists(o, body, patch)
+            if secret:
+                body = self._secret_from_wire(body, o)
             body["emulator"] = updated.get("emulator", {})
             if not body.get("emulator"):
                 body.pop("emulator")
@@ -2469,6 +2484,30 @@ class _K:
             self.ctx.out(f"{_name_ref(o)} patched{self.dry_suffix()}")
         if self.dry == "none":
             self.commit()
+
+    def _secret_from_wire(self, body: dict[str, Any], o: dict[str, Any]) -> dict[str, Any]:
+        data = body.get("data") or {}
+        if not isinstance(data, dict):
+            raise self.ctx.fail(
+                1,
+                'Error from server (BadRequest): Secret in version "v1" cannot be handled as a Secret: json: cannot unmarshal into Go struct field Secret.data of type map[string][]uint8',
+            )
+        decoded = {}
+        for key, value in data.items():
+            try:
+                decoded[key] = base64.b64decode(str(value), validate=True).decode()
+            except ValueError:
+                raise self.ctx.fail(
+                    1,
+                    f'Error from server (BadRequest): Secret in version "v1" cannot be handled as a Secret: illegal base64 data (key "{key}")',
+                ) from None
+        string_data = body.pop("stringData", None) or {}
+        decoded.update({k: str(v) for k, v in string_data.items()})
+        if decoded or "data" in o:
+            body["data"] = decoded
+        else:
+            body.pop("data", None)
+        return body
 
     def _strategic_lists(self, o: dict[str, Any], body: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
         """Strategic merge: containers (and env) merge by name instead of replacing the list."""

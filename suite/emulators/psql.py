@@ -8,11 +8,15 @@ statement, a missing ``-f`` file), 2 (connection failed), 3 (error in a script w
 ``ON_ERROR_STOP``).
 
 The SQL engine covers what operators type: SELECT (WHERE, ORDER BY, LIMIT/OFFSET, GROUP BY, the
-aggregates count/sum/min/max/avg, DISTINCT), INSERT, UPDATE, DELETE, TRUNCATE, DROP/CREATE
+aggregates count/sum/min/max/avg, DISTINCT), INSERT (VALUES or SELECT), UPDATE, DELETE, TRUNCATE, DROP/CREATE
 TABLE, ALTER TABLE ADD/DROP/RENAME, DROP/CREATE DATABASE (``WITH (FORCE)``), BEGIN/COMMIT/
 ROLLBACK, and the catalog views agents query (pg_tables, information_schema.tables,
 pg_database, pg_stat_activity, pg_stat_replication) plus pg_terminate_backend(),
-pg_is_in_recovery(), version(), current_database(), now(). A hot standby (``in_recovery: true``)
+pg_is_in_recovery(), version(), current_database(), now(); and the role commands operators use to
+rotate credentials — ALTER ROLE/USER (``[ENCRYPTED] PASSWORD``, ``VALID UNTIL``, ``LOGIN``/``NOLOGIN``
+and the other attribute keywords, ``CONNECTION LIMIT``, ``RENAME TO``), CREATE ROLE/USER, DROP
+ROLE/USER with their permission and dependency errors, pg_roles/pg_user/pg_authid, ``\\du`` and
+``\\password`` (two lines from stdin, as psql falls back to stdin without a terminal). A hot standby (``in_recovery: true``)
 refuses writes as PostgreSQL does; a database with open sessions cannot be dropped without
 ``WITH (FORCE)`` or terminating them first.
 
@@ -30,8 +34,11 @@ Authored state::
               sessions: 14                      # open connections from the application
               tables:
                 users: {columns: [id integer, email text], rows: [[1, a@example.com]]}
+          role_attrs:                           # optional, per role; defaults: superuser only for postgres,
+            gitlab: {password: s3cret, login: true, valid_until: null, connection_limit: -1}
 
-Object ids: ``db/<host>/<database>`` and ``db/<host>/<database>/table/<name>``.
+Object ids: ``db/<host>/<database>``, ``db/<host>/<database>/table/<name>`` and
+``db/<host>/role/<name>`` (its attributes; ``password`` is the stored SCRAM verifier or null).
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from suite.emulators.base import ArgError, Call, Ctx, Result, ToolExit, opt, parse_gnu
+from suite.emulators.base import ArgError, Call, Ctx, Result, ToolExit, opt, parse_gnu, short_hash
 
 SECTION = "postgres"
 VERSION = (
@@ -94,6 +101,9 @@ def prepare(section: dict[str, Any], now: datetime) -> dict[str, Any]:
         srv.setdefault("address", f"10.0.{sum(map(ord, host)) % 250}.{len(host) % 250}")
         srv.setdefault("roles", ["postgres"])
         srv.setdefault("in_recovery", False)
+        attrs = srv.setdefault("role_attrs", {})
+        for role in srv["roles"]:
+            _role_defaults(host, role, attrs.setdefault(role, {}))
         dbs = srv.setdefault("databases", {})
         for name in ("postgres",):
             dbs.setdefault(name, {"owner": "postgres", "tables": {}})
@@ -112,6 +122,14 @@ def state_problems(section: Any) -> list[str]:
         return ["postgres: expected a mapping with servers"]
     problems = [f"postgres.{k}: unknown key (servers)" for k in section if k != "servers"]
     for host, srv in section["servers"].items():
+        for role, attrs in ((srv or {}).get("role_attrs") or {}).items():
+            if role not in ((srv or {}).get("roles") or ["postgres"]):
+                problems.append(f"postgres.servers.{host}.role_attrs.{role}: not one of the server's roles")
+            for key in attrs or {}:
+                if key not in ROLE_KEYS:
+                    problems.append(
+                        f"postgres.servers.{host}.role_attrs.{role}.{key}: unknown key ({', '.join(ROLE_KEYS)})"
+                    )
         for dname, db in ((srv or {}).get("databases") or {}).items():
             for tname, t in ((db or {}).get("tables") or {}).items():
                 cols = t.get("columns") if isinstance(t, dict) else None
@@ -141,7 +159,49 @@ def objects(section: dict[str, Any]) -> dict[str, Any]:
                     "row_count": len(t["rows"]),
                     "_owner": did,
                 }
+        for role in srv.get("roles", []):
+            out[f"db/{host}/role/{role}"] = _role_value(srv.get("role_attrs", {}).get(role) or {})
     return out
+
+
+# Role attributes as pg_authid stores them. The harness keeps the password's plain text only to
+# derive the verifier; objects and catalogs show the verifier, like the server.
+ROLE_FLAGS = ("superuser", "createrole", "createdb", "login", "replication", "bypassrls", "inherit")
+ROLE_KEYS = (*ROLE_FLAGS, "connection_limit", "valid_until", "password", "verifier")
+_FLAG_WORDS = {
+    **{w: (w, True) for w in ROLE_FLAGS},
+    **{"no" + w: (w, False) for w in ROLE_FLAGS},
+}
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def _verifier(host: str, role: str, password: str) -> str:
+    """A SCRAM-SHA-256 verifier (``SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>``, RFC 5803
+    as PostgreSQL stores it); pre-encrypted values are stored as given, like the server does."""
+    if password.startswith("SCRAM-SHA-256$") or re.match(r"^md5[0-9a-f]{32}$", password):
+        return password
+    salt = short_hash("salt", host, role, password, length=24, alphabet=_B64)
+    stored = short_hash("stored", host, role, password, length=44, alphabet=_B64)
+    server = short_hash("server", host, role, password, length=44, alphabet=_B64)
+    return f"SCRAM-SHA-256$4096:{salt}${stored}:{server}"
+
+
+def _role_defaults(host: str, role: str, a: dict[str, Any]) -> None:
+    for flag in ROLE_FLAGS:
+        a.setdefault(flag, flag in ("login", "inherit") or role == "postgres")
+    a.setdefault("connection_limit", -1)
+    a.setdefault("valid_until", None)
+    if "verifier" not in a:
+        a["verifier"] = _verifier(host, role, str(a["password"])) if a.get("password") else None
+
+
+def _role_value(a: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **{flag: bool(a.get(flag)) for flag in ROLE_FLAGS},
+        "connection_limit": a.get("connection_limit", -1),
+        "valid_until": a.get("valid_until"),
+        "password": a.get("verifier"),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -475,6 +535,18 @@ class _P:
                 while self.op(","):
                     cols.append(self.ident()[0])
                 self.need_op(")")
+            if self.kw("select"):
+                # INSERT INTO t [(cols)] SELECT ...: how a table is refilled from a copy of itself.
+                query = self.select()
+                return {
+                    "kind": "insert",
+                    "table": table,
+                    "pos": pos,
+                    "cols": cols,
+                    "rows": [],
+                    "query": query,
+                    "returning": None,
+                }
             self.need_kw("values")
             rows = []
             while True:
@@ -520,6 +592,17 @@ class _P:
             self.done()
             return {"kind": "truncate", "tables": tables, "cascade": cascade}
         if word == "drop":
+            if self.peek().is_kw("role", "user"):
+                self.next()
+                if_exists = False
+                if self.kw("if"):
+                    self.need_kw("exists")
+                    if_exists = True
+                role_names = [self.ident()[0]]
+                while self.op(","):
+                    role_names.append(self.ident()[0])
+                self.done()
+                return {"kind": "drop_role", "names": role_names, "if_exists": if_exists}
             what = self.next()
             if what.is_kw("table", "database", "index", "view", "schema"):
                 if_exists = False
@@ -551,6 +634,10 @@ class _P:
                 }
             raise self.error(what)
         if word == "create":
+            if self.peek().is_kw("role", "user"):
+                user = self.next().value == "user"
+                name, _ = self.ident()
+                return {"kind": "create_role", "name": name, "user": user, "options": self._role_options()}
             what = self.next()
             if what.is_kw("database"):
                 name, pos = self.ident()
@@ -604,6 +691,8 @@ class _P:
                 return {"kind": "noop", "tag": "CREATE INDEX"}
             raise self.error(what)
         if word == "alter":
+            if self.kw("role", "user"):
+                return self._alter_role()
             self.need_kw("table")
             self.kw("only")
             if self.kw("if"):
@@ -666,6 +755,68 @@ class _P:
         if not self.kw("returning"):
             return None
         return self._select_list()
+
+    def _alter_role(self) -> dict[str, Any]:
+        tok = self.peek()
+        if tok.is_kw("current_user", "current_role", "session_user"):
+            self.next()
+            name = f"<{tok.value}>"
+        else:
+            name = self.ident()[0]
+        if self.kw("rename"):
+            self.need_kw("to")
+            new, _ = self.ident()
+            self.done()
+            return {"kind": "rename_role", "name": name, "new": new}
+        if self.peek().is_kw("set", "reset"):
+            while self.peek().kind != "eof":
+                self.next()
+            return {"kind": "noop", "tag": "ALTER ROLE", "write": True}
+        return {"kind": "alter_role", "name": name, "options": self._role_options()}
+
+    def _role_options(self) -> dict[str, Any]:
+        """The option list of CREATE/ALTER ROLE (PostgreSQL 15 grammar, without IN ROLE/ROLE/ADMIN)."""
+        opts: dict[str, Any] = {}
+        self.kw("with")
+        while not (self.peek().kind == "eof" or (self.peek().kind == "op" and self.peek().value == ";")):
+            tok = self.next()
+            word = tok.value if tok.kind == "id" else None
+            if word in _FLAG_WORDS:
+                key, value = _FLAG_WORDS[word]
+                opts[key] = value
+            elif word in ("password", "encrypted"):
+                if word == "encrypted":
+                    self.need_kw("password")
+                pw = self.next()
+                if pw.kind == "str":
+                    opts["password"] = pw.value
+                elif pw.is_kw("null"):
+                    opts["password"] = None
+                else:
+                    raise self.error(pw)
+            elif word == "unencrypted":
+                raise SQLError(
+                    "UNENCRYPTED PASSWORD is no longer supported",
+                    tok.pos,
+                    hint="Remove UNENCRYPTED to store the password in encrypted form instead.",
+                )
+            elif word == "valid":
+                self.need_kw("until")
+                ts = self.next()
+                if ts.kind != "str":
+                    raise self.error(ts)
+                opts["valid_until"] = ts.value
+            elif word == "connection":
+                self.need_kw("limit")
+                sign = -1 if self.op("-") else 1
+                n = self.next()
+                if n.kind != "num" or not isinstance(n.value, int):
+                    raise self.error(n)
+                opts["connection_limit"] = sign * n.value
+            else:
+                raise self.error(tok)
+        self.done()
+        return opts
 
     def _select_list(self) -> list[tuple[Any, str | None]]:
         items = []
@@ -745,6 +896,7 @@ class Session:
         self.db = db
         self.user = user
         self.tx: dict[str, Any] | None = None  # copy of the databases while a transaction is open
+        self.tx_roles: dict[str, Any] | None = None  # and of the roles (role changes are transactional)
         self.tx_failed = False
         self.now = ctx.call.now
 
@@ -951,9 +1103,153 @@ class Session:
                 ]
                 for i, r in enumerate(self.server.get("replicas", []))
             ]
-        if n in ("pg_roles", "pg_catalog.pg_roles", "pg_user"):
-            return ["rolname", "rolsuper"], [[r, r == "postgres"] for r in self.server["roles"]]
+        if n in ("pg_roles", "pg_catalog.pg_roles", "pg_authid", "pg_catalog.pg_authid"):
+            store = self.role_store()
+            authid = n.endswith("pg_authid")
+            if authid and not store["role_attrs"].get(self.user, {}).get("superuser"):
+                raise SQLError("permission denied for table pg_authid")
+            cols = ["rolname", "rolsuper", "rolinherit", "rolcreaterole", "rolcreatedb", "rolcanlogin"]
+            cols += ["rolreplication", "rolconnlimit", "rolpassword", "rolvaliduntil", "rolbypassrls"]
+            rows = []
+            for r in store["roles"]:
+                a = store["role_attrs"].get(r, {})
+                pw = a.get("verifier") if authid else ("********" if a.get("verifier") else None)
+                rows.append(
+                    [
+                        r,
+                        a.get("superuser"),
+                        a.get("inherit"),
+                        a.get("createrole"),
+                        a.get("createdb"),
+                        a.get("login"),
+                        a.get("replication"),
+                        a.get("connection_limit", -1),
+                        pw,
+                        a.get("valid_until"),
+                        a.get("bypassrls"),
+                    ]
+                )
+                self.ctx.saw(f"db/{self.host}/role/{r}")
+            return cols, rows
+        if n in ("pg_user", "pg_catalog.pg_user"):
+            store = self.role_store()
+            rows = []
+            for i, r in enumerate(store["roles"]):
+                a = store["role_attrs"].get(r, {})
+                if a.get("login"):
+                    rows.append(
+                        [
+                            r,
+                            10 + i,
+                            a.get("createdb"),
+                            a.get("superuser"),
+                            a.get("replication"),
+                            a.get("bypassrls"),
+                            "********",
+                            a.get("valid_until"),
+                        ]
+                    )
+            cols = ["usename", "usesysid", "usecreatedb", "usesuper", "userepl", "usebypassrls", "passwd", "valuntil"]
+            return cols, rows
         return None
+
+    # -- roles ----------------------------------------------------------------------------
+
+    def role_store(self) -> dict[str, Any]:
+        """The roles as this session sees them: the transaction's copy while one is open."""
+        return self.tx_roles if self.tx is not None and self.tx_roles is not None else self.server
+
+    def _role_statement(self, stmt: dict[str, Any]) -> tuple[str, list[str] | None, list[list[Any]]]:
+        """CREATE/ALTER/DROP ROLE with PostgreSQL 15's checks and messages (roles are cluster-wide)."""
+        kind = stmt["kind"]
+        tag = {"create_role": "CREATE ROLE", "drop_role": "DROP ROLE"}.get(kind, "ALTER ROLE")
+        self.write_guard(tag)
+        store = self.role_store()
+        roles, attrs = store["roles"], store["role_attrs"]
+        me = attrs.get(self.user, {})
+        privileged = bool(me.get("superuser") or me.get("createrole"))
+        if kind == "drop_role":
+            for name in stmt["names"]:
+                if name not in roles:
+                    if stmt["if_exists"]:
+                        continue
+                    raise SQLError(f'role "{name}" does not exist')
+                if name == self.user:
+                    raise SQLError("current user cannot be dropped")
+                if not privileged:
+                    raise SQLError("permission denied to drop role")
+                if attrs.get(name, {}).get("superuser") and not me.get("superuser"):
+                    raise SQLError("must be superuser to drop superusers")
+                owned = [d for d, db in sorted(self.databases.items()) if db.get("owner") == name]
+                if owned:
+                    raise SQLError(
+                        f'role "{name}" cannot be dropped because some objects depend on it',
+                        detail="\n".join(f"owner of database {d}" for d in owned),
+                    )
+            for name in stmt["names"]:
+                if name not in roles:
+                    self.ctx.err(f'NOTICE:  role "{name}" does not exist, skipping')
+                    continue
+                roles.remove(name)
+                attrs.pop(name, None)
+            return tag, None, []
+        name = self.user if stmt["name"].startswith("<") else stmt["name"]
+        opts = dict(stmt.get("options") or {})
+        if kind == "create_role":
+            if not privileged:
+                raise SQLError("permission denied to create role")
+            if name in roles:
+                raise SQLError(f'role "{name}" already exists')
+            if opts.get("superuser") and not me.get("superuser"):
+                raise SQLError("must be superuser to create superusers")
+            new: dict[str, Any] = {"login": bool(stmt.get("user")), "superuser": False}
+            _role_defaults(self.host, name, new)
+            roles.append(name)
+            attrs[name] = new
+            self._apply_role_options(name, new, opts)
+            return tag, None, []
+        if name not in roles:
+            raise SQLError(f'role "{name}" does not exist')
+        target = attrs.setdefault(name, {})
+        if (target.get("superuser") or "superuser" in opts) and not me.get("superuser"):
+            raise SQLError("must be superuser to alter superuser roles or change superuser attribute")
+        if kind == "rename_role":
+            if not privileged:
+                raise SQLError("permission denied to rename role")
+            if name == self.user:
+                raise SQLError("session user cannot be renamed")
+            if stmt["new"] in roles:
+                raise SQLError(f'role "{stmt["new"]}" already exists')
+            roles[roles.index(name)] = stmt["new"]
+            attrs[stmt["new"]] = attrs.pop(name)
+            for db in self.databases.values():
+                if db.get("owner") == name:
+                    db["owner"] = stmt["new"]
+            return tag, None, []
+        if not privileged and (name != self.user or set(opts) - {"password"}):
+            raise SQLError("permission denied")
+        self._apply_role_options(name, target, opts)
+        return tag, None, []
+
+    def _apply_role_options(self, name: str, a: dict[str, Any], opts: dict[str, Any]) -> None:
+        # VALID UNTIL is parsed first so that a bad timestamp rejects the statement before any change.
+        for key, value in sorted(opts.items(), key=lambda kv: kv[0] != "valid_until"):
+            if key == "password":
+                if value == "":
+                    self.ctx.err("NOTICE:  empty string is not a valid password, clearing password")
+                    value = None
+                a["password"] = value
+                a["verifier"] = _verifier(self.host, name, value) if value is not None else None
+            elif key == "valid_until":
+                if str(value).lower() in ("infinity", "-infinity"):
+                    a["valid_until"] = str(value).lower()
+                else:
+                    try:
+                        a["valid_until"] = _fmt_ts(_parse_ts(str(value))) + "+00"
+                    except SQLError:
+                        raise SQLError(f'invalid input syntax for type timestamp with time zone: "{value}"') from None
+            else:
+                a[key] = value
 
     def execute(self, stmt: dict[str, Any]) -> tuple[str, list[str] | None, list[list[Any]]]:
         """(command tag, column names or None, rows)."""
@@ -965,12 +1261,17 @@ class Session:
                 self.ctx.err("WARNING:  there is already a transaction in progress")
             else:
                 self.tx = copy.deepcopy(self.server["databases"])
+                self.tx_roles = {
+                    "roles": list(self.server["roles"]),
+                    "role_attrs": copy.deepcopy(self.server["role_attrs"]),
+                }
             return "BEGIN", None, []
         if kind in ("commit", "rollback"):
             if self.tx is None:
                 self.ctx.err("WARNING:  there is no transaction in progress")
             elif kind == "commit" and not self.tx_failed:
                 self.server["databases"] = self.tx
+                self.server.update(self.tx_roles or {})
             tag = "ROLLBACK" if kind == "rollback" or self.tx_failed else "COMMIT"
             self.tx = None
             self.tx_failed = False
@@ -992,6 +1293,8 @@ class Session:
         if kind == "select":
             return self.select(stmt)
         self.ctx.mutating = True
+        if kind in ("alter_role", "create_role", "drop_role", "rename_role"):
+            return self._role_statement(stmt)
         verb = {"insert": "INSERT", "update": "UPDATE", "delete": "DELETE", "truncate": "TRUNCATE TABLE"}.get(
             kind, kind.replace("_", " ").upper()
         )
@@ -1008,6 +1311,22 @@ class Session:
                 if c not in names:
                     raise SQLError(f'column "{c}" of relation "{base}" does not exist')
             added = []
+            if stmt.get("query") is not None:
+                _, _, selected = self.select(stmt["query"])
+                for got in selected:
+                    if len(got) != len(cols):
+                        raise SQLError(
+                            "INSERT has more expressions than target columns"
+                            if len(got) > len(cols)
+                            else "INSERT has more target columns than expressions"
+                        )
+                    copied: dict[str, Any] = {n: None for n in names}
+                    copied.update(zip(cols, got, strict=True))
+                    if "id" in names and copied.get("id") is None and "id" not in cols:
+                        copied["id"] = max([r[names.index("id")] or 0 for r in t["rows"]] + [0]) + 1
+                    t["rows"].append([copied[n] for n in names])
+                    added.append(copied)
+                return self._returning(stmt, added, f"INSERT 0 {len(added)}")
             for vals in stmt["rows"]:
                 if len(vals) != len(cols):
                     raise SQLError(
@@ -1479,6 +1798,8 @@ class _Client:
             )
         if user not in srv["roles"]:
             raise self.ctx.fail(2, f'psql: error: {where}: FATAL:  role "{user}" does not exist')
+        if not srv.get("role_attrs", {}).get(user, {}).get("login", True):
+            raise self.ctx.fail(2, f'psql: error: {where}: FATAL:  role "{user}" is not permitted to log in')
         if db not in srv["databases"]:
             raise self.ctx.fail(2, f'psql: error: {where}: FATAL:  database "{db}" does not exist')
         self.ctx.saw(f"db/{host}/{db}")
@@ -1671,19 +1992,48 @@ class _Client:
                 )
             )
             return True
-        if cmd == "\\du":
-            self.ctx.out(
-                aligned(
-                    ["Role name", "Attributes"],
-                    [
-                        [r, "Superuser, Create role, Create DB, Replication, Bypass RLS" if r == "postgres" else ""]
-                        for r in sess.server["roles"]
-                    ],
-                    "List of roles",
-                    footer=False,
-                )
-            )
+        if cmd in ("\\du", "\\du+", "\\dg"):
+            store = sess.role_store()
+            rows = []
+            for r in sorted(store["roles"]):
+                a = store["role_attrs"].get(r, {})
+                words = [
+                    label
+                    for key, label in (
+                        ("superuser", "Superuser"),
+                        ("createrole", "Create role"),
+                        ("createdb", "Create DB"),
+                    )
+                    if a.get(key)
+                ]
+                if not a.get("inherit", True):
+                    words.append("No inheritance")
+                if not a.get("login", True):
+                    words.append("Cannot login")
+                words += [
+                    label for key, label in (("replication", "Replication"), ("bypassrls", "Bypass RLS")) if a.get(key)
+                ]
+                limit = a.get("connection_limit", -1)
+                if limit >= 0:
+                    words.append(f"{limit} connection{'s' if limit != 1 else ''}")
+                if a.get("valid_until"):
+                    words.append(f"Password valid until {a['valid_until']}")
+                rows.append([r, ", ".join(words), "{}"])
+                self.ctx.saw(f"db/{sess.host}/role/{r}")
+            self.ctx.out(aligned(["Role name", "Attributes", "Member of"], rows, "List of roles", footer=False))
             return True
+        if cmd == "\\password":
+            # Without a terminal psql's prompts read stdin; the new password is sent pre-encrypted.
+            target = args[0] if args else sess.user
+            first, _, rest = self.ctx.call.read_stdin(prompt=f'Enter new password for user "{target}": ').partition(
+                "\n"
+            )
+            second = rest.partition("\n")[0]
+            if first != second:
+                self.ctx.err("Passwords didn't match.")
+                return False
+            stmt = {"kind": "alter_role", "name": target, "options": {"password": _verifier(sess.host, target, first)}}
+            return self.run_one(sess, stmt, f"ALTER USER {target} PASSWORD '...'", quiet=True)
         if cmd in ("\\c", "\\connect"):
             if not args:
                 self.ctx.out(f'You are now connected to database "{sess.db}" as user "{sess.user}".')

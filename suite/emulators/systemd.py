@@ -438,7 +438,9 @@ class _S:
                 continue
             if u["enabled"] == new:
                 continue
-            target = f"/etc/systemd/system/multi-user.target.wants/{name}"
+            # Timers are installed into timers.target (WantedBy=timers.target), services into multi-user.target.
+            wants = "timers.target" if name.endswith(".timer") else "multi-user.target"
+            target = f"/etc/systemd/system/{wants}.wants/{name}"
             if not self.ctx.dry_run:
                 u["enabled"] = new
             if verb == "enable":
