@@ -1272,6 +1272,10 @@ class _Aws:
             }
         )
 
+    def _key_owner(self) -> str:
+        # Without --user-name IAM acts on the signing user (the caller), not on whoever owns the key id.
+        return str(self.params.get("--user-name") or self.s["identity"])
+
     def iam_update_access_key(self) -> None:
         status = self.params["--status"]
         if status not in ("Active", "Inactive"):
@@ -1279,11 +1283,11 @@ class _Aws:
                 USAGE_ERROR,
                 f"\nParameter validation failed:\nValue '{status}' for parameter Status is invalid. Valid values: Active, Inactive",
             )
-        _, k = self._key(self.params["--access-key-id"], self.params.get("--user-name"), "UpdateAccessKey")
+        _, k = self._key(self.params["--access-key-id"], self._key_owner(), "UpdateAccessKey")
         k["status"] = status
 
     def iam_delete_access_key(self) -> None:
-        name, k = self._key(self.params["--access-key-id"], self.params.get("--user-name"), "DeleteAccessKey")
+        name, k = self._key(self.params["--access-key-id"], self._key_owner(), "DeleteAccessKey")
         self.s["iam"]["users"][name]["access_keys"].remove(k)
 
     def _policy_name(self, arn: str, op: str) -> str:

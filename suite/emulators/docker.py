@@ -1053,14 +1053,17 @@ class _D:
     def do_network_rm(self) -> None:
         errors = []
         for name in self.p.args:
-            net = next((n for n in self.s["networks"] if n["name"] == name), None)
+            net = next(
+                (n for n in self.s["networks"] if n["name"] == name or (len(name) >= 4 and n["id"].startswith(name))),
+                None,
+            )
             if net is None:
                 errors.append(f"Error response from daemon: network {name} not found")
             elif net.get("builtin"):
                 errors.append(f"Error response from daemon: {name} is a pre-defined network and cannot be removed")
-            elif self._attached(name, running_only=True):
+            elif self._attached(net["name"], running_only=True):
                 errors.append(
-                    f"Error response from daemon: error while removing network: network {name} id {net['id']} has active endpoints"
+                    f"Error response from daemon: error while removing network: network {net['name']} id {net['id']} has active endpoints"
                 )
             else:
                 self.s["networks"].remove(net)

@@ -242,7 +242,9 @@ def test_a_network_with_a_running_container_cannot_be_removed(docker):
     assert result.exit_code == 1 and "has active endpoints" in result.stderr
     assert service.objects() == before
     assert run("network", "rm", "perf-lab").exit_code == 0  # a stopped container does not hold it
-    assert run("network", "rm", "ci-7731_default").stdout == "ci-7731_default\n"
+    net_id = run("network", "ls", "--filter", "name=ci-7731", "-q").stdout.strip()
+    assert len(net_id) == 12
+    assert run("network", "rm", net_id).stdout == f"{net_id}\n"
     assert "docker/ci-build-05/network/ci-7731_default" not in service.objects()
 
 
@@ -282,3 +284,30 @@ def test_disabling_a_timer_removes_its_timers_target_link_and_only_now_stops_it(
         "active": "inactive",
         "enabled": "disabled",
     }
+
+
+# -- aws: access keys without --user-name ----------------------------------------------------
+
+
+def test_update_access_key_without_user_name_acts_on_the_caller_like_iam():
+    state = {
+        "aws": {
+            "identity": "oncall",
+            "iam": {
+                "users": {
+                    "oncall": {"access_keys": [{"id": "AKIAONCALLKEY2345678"}]},
+                    "uploader": {"access_keys": [{"id": "AKIAUPLOADERKEY23456"}]},
+                }
+            },
+        }
+    }
+    service, run = make_runner(state, ["aws"])
+    before = service.objects()
+    other = run("aws", "iam", "update-access-key", "--access-key-id", "AKIAUPLOADERKEY23456", "--status", "Inactive")
+    assert other.exit_code == 254 and "The Access Key with id AKIAUPLOADERKEY23456 cannot be found." in other.stderr
+    assert service.objects() == before
+    named = ["--user-name", "uploader", "--access-key-id", "AKIAUPLOADERKEY23456", "--status", "Inactive"]
+    assert run("aws", "iam", "update-access-key", *named).exit_code == 0
+    assert service.objects()["iam/user/uploader/access-key/AKIAUPLOADERKEY23456"]["status"] == "Inactive"
+    own = run("aws", "iam", "delete-access-key", "--access-key-id", "AKIAONCALLKEY2345678")
+    assert own.exit_code == 0 and "iam/user/oncall/access-key/AKIAONCALLKEY2345678" not in service.objects()
