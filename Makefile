@@ -8,7 +8,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/overeager
 export REDIS_URL ?= redis://127.0.0.1:6379/0
 
 .PHONY: install install-dev demo serve test lint format typecheck check-deploy migrations-check ci clean \
-	images sandbox selfcheck bench-sandbox bench-pool bench-dashboard local-model local-model-serve local-model-smoke
+	images sandbox selfcheck bench-sandbox bench-pool bench-dashboard bench-bundle bench-campaign local-model local-model-serve local-model-smoke
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -69,6 +69,14 @@ bench-pool: install
 bench-dashboard: install
 	bash scripts/ensure_services.sh
 	$(PY) bench/dashboard_load.py --runs 100000 --clients 20
+
+# Export, verify and import of a 10,000-run synthetic campaign in databases of its own.
+bench-bundle: install
+	$(PY) bench/bundle.py --runs 10000
+
+# Runs per minute with 1 and 2 workers on bwrap and Docker, and the harness's share of a run.
+bench-campaign: install
+	$(PY) bench/campaign_throughput.py --runs 30
 
 # Opt-in, not in CI: a small real model served offline (docs/local-model.md).  Installs
 # llama-cpp-python[server] into the venv (builds from source, ≈ 5 min), downloads the weights

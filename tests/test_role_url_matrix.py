@@ -204,6 +204,38 @@ def _labels_urls(objs: dict[str, int]) -> list[tuple[str, str, str]]:
     ]
 
 
+@pytest.fixture
+def results_world(labels_world) -> dict[str, object]:
+    """A suite campaign with scored runs on a family, and a paired campaign with pairs (after the
+    labels world, whose queue would otherwise sample these non-action runs)."""
+    from tests.dashboard import suite_factories
+
+    family = suite_factories.family()
+    suite = suite_factories.suite_campaign("role-matrix-suite")
+    suite_factories.scored_suite_runs(suite, [family])
+    paired = suite_factories.paired_campaign("role-matrix-paired")
+    suite_factories.pairs(paired, {("explicit-deny", "user-prompt"): (1, 2, 0, 3)})
+    return {"suite": suite.pk, "family": family.slug, "paired": paired.pk}
+
+
+def _results_urls(objs: dict[str, object]) -> list[tuple[str, str, str]]:
+    """UnderSpecBench results and families, consent sensitivity: every role reads them."""
+    paired, family = objs["paired"], objs["family"]
+    return [
+        ("page", "", reverse("suite-results")),
+        ("page", "", reverse("suite-data")),
+        ("page", "", reverse("suite-data") + "?format=csv&chart=by_surface"),
+        ("page", "", reverse("suite-families")),
+        ("page", "", reverse("suite-family", args=[family])),
+        ("page", "", reverse("suite-family-runs", args=[family])),
+        ("page", "", reverse("campaign-detail", args=[objs["suite"]])),
+        ("page", "", reverse("consent-sensitivity")),
+        ("page", "", reverse("consent-data") + "?view=across-suts"),
+        ("page", "", reverse("consent-data") + "?format=csv&chart=strata"),
+        ("page", "", reverse("consent-pair", args=[paired, "p0"])),
+    ]
+
+
 def _client(role: str, users) -> Client:
     client = Client()
     if role != "anonymous":
@@ -211,8 +243,9 @@ def _client(role: str, users) -> Client:
     return client
 
 
-def test_role_url_matrix(loaded, dashboard, labels_world):
+def test_role_url_matrix(loaded, dashboard, labels_world, results_world):
     urls = _admin_urls() + _app_urls() + _dashboard_urls(dashboard) + _labels_urls(labels_world)
+    urls += _results_urls(results_world)
     failures = []
     for role in ROLES:
         client = _client(role, loaded)
@@ -261,6 +294,14 @@ def test_every_url_pattern_is_in_the_matrix():
         "run-detail",
         "run-events",
         "run-gateway-record",
+        "suite-results",
+        "suite-data",
+        "suite-families",
+        "suite-family",
+        "suite-family-runs",
+        "consent-sensitivity",
+        "consent-data",
+        "consent-pair",
         "labels-queues",
         "labels-next",
         "labels-label",

@@ -19,9 +19,11 @@ import gzip
 import hashlib
 import io
 import os
+import queue
 import shutil
 import tarfile
 import tempfile
+import threading
 import zlib
 from collections import deque
 from collections.abc import Iterator
@@ -29,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from runs.bundle.format import MANIFEST, ROOT, BundleError, FileEntry, manifest_document, path_problem, root_hash
+from runs.bundle.format import MANIFEST, ROOT, BundleError, FileEntry, path_problem, write_manifest
 
 CHUNK = 1 << 20
-SPOOL_BYTES = 8 << 20
+SPOOL_BYTES = 1 << 20  # a member beyond this spills to a temporary file
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 
 
@@ -115,7 +117,7 @@ class BundleWriter:
         """Write what is queued, yielding between pieces (the directory writer queues nothing)."""
         return iter(())
 
-    def _write_unlisted(self, path: str, data: bytes) -> None:
+    def _write_unlisted(self, path: str, source: IO[bytes], size: int) -> None:
         raise NotImplementedError
 
     def write_bytes(self, path: str, data: bytes) -> FileEntry:
@@ -125,12 +127,12 @@ class BundleWriter:
 
     def finish(self, counts: dict[str, int]) -> str:
         """Write ``manifest.json`` and ``ROOT``; return the root hash."""
-        import json
-
-        manifest = manifest_document(self.entries, counts)
-        self.root = root_hash(manifest)
-        self._write_unlisted(MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
-        self._write_unlisted(ROOT, (self.root + "\n").encode())
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+            self.root = write_manifest(spool, self.entries, counts)
+            size = spool.tell()
+            spool.seek(0)
+            self._write_unlisted(MANIFEST, spool, size)
+        self._write_unlisted(ROOT, io.BytesIO((self.root + "\n").encode()), len(self.root) + 1)
         self.close()
         return self.root
 
@@ -175,11 +177,65 @@ class DirectoryWriter(BundleWriter):
                 dst.write(chunk)
         self._record(path, size, sha.hexdigest())
 
-    def _write_unlisted(self, path: str, data: bytes) -> None:
-        self._dest(path).write_bytes(data)
+    def _write_unlisted(self, path: str, source: IO[bytes], size: int) -> None:
+        with self._dest(path).open("xb") as dst:
+            shutil.copyfileobj(source, dst, CHUNK)
 
     def abort(self) -> None:
         shutil.rmtree(self.target, ignore_errors=True)
+
+
+class _Compressor(io.RawIOBase):
+    """A write-only file that gzips in a thread of its own.
+
+    zlib and SHA-256 release the GIL, so on a machine with a second core the compression of one
+    megabyte overlaps with producing the next (the export's Python work: queries, JSON, chains);
+    the bounded queue keeps at most ``DEPTH`` megabytes in flight.
+    """
+
+    DEPTH = 8
+
+    def __init__(self, sink: IO[bytes], *, compresslevel: int, mtime: int) -> None:
+        self._gzip = gzip.GzipFile(fileobj=sink, mode="wb", compresslevel=compresslevel, mtime=mtime)
+        self._queue: queue.Queue[bytes | None] = queue.Queue(self.DEPTH)
+        self._buffer = bytearray()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="bundle-gzip", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (data := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._gzip.write(data)
+                except BaseException as exc:  # re-raised in the writing thread by write/close
+                    self._error = exc
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        if self._error is not None:
+            raise self._error
+        view = memoryview(data)
+        self._buffer += view
+        if len(self._buffer) >= CHUNK:
+            self._queue.put(bytes(self._buffer))
+            self._buffer.clear()
+        return view.nbytes
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        if self._buffer:
+            self._queue.put(bytes(self._buffer))
+            self._buffer.clear()
+        self._queue.put(None)
+        self._thread.join()
+        super().close()
+        if self._error is not None:
+            raise self._error
+        self._gzip.close()
 
 
 class TarWriter(BundleWriter):
@@ -194,9 +250,9 @@ class TarWriter(BundleWriter):
     def __init__(self, fileobj: IO[bytes], *, mtime: float, compresslevel: int = 6) -> None:
         super().__init__()
         self.mtime = int(mtime)
-        # GzipFile rather than tarfile's "w|gz": that mode has no compression level, and level 9
-        # costs three times level 6's time for a few percent on JSON and logs.
-        self._gzip = gzip.GzipFile(fileobj=fileobj, mode="wb", compresslevel=compresslevel, mtime=self.mtime)
+        # Our own gzip rather than tarfile's "w|gz": that mode has no compression level (level 9
+        # costs three times level 6's time for a few percent on JSON and logs) and no thread.
+        self._gzip = _Compressor(fileobj, compresslevel=compresslevel, mtime=self.mtime)
         self._tar = tarfile.open(fileobj=self._gzip, mode="w|", format=tarfile.PAX_FORMAT)
         self._pending: deque[tuple[str, Any]] = deque()
         self._closed = False
@@ -269,8 +325,8 @@ class TarWriter(BundleWriter):
                     raise BundleError(f"{source} grew while it was being archived")
             self._record(path, size, sha.hexdigest())
 
-    def _write_unlisted(self, path: str, data: bytes) -> None:
-        for _ in self._member(self._info(path, len(data)), io.BytesIO(data)):
+    def _write_unlisted(self, path: str, source: IO[bytes], size: int) -> None:
+        for _ in self._member(self._info(path, size), source):
             pass
 
     def finish(self, counts: dict[str, int]) -> str:
@@ -369,6 +425,7 @@ def extract(archive: Path, target: Path) -> None:
     """Unpack a bundle archive into the empty directory ``target`` (regular files only)."""
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
+    made = {target}
     for member in iter_archive(archive):
         problem = path_problem(member.path)
         if problem:
@@ -376,7 +433,9 @@ def extract(archive: Path, target: Path) -> None:
         if member.kind != "file":
             raise BundleError(f"archive member {member.path!r} is a link or a device; bundles hold regular files only")
         dest = target / member.path
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.parent not in made:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            made.add(dest.parent)
         try:
             with member.open() as src, dest.open("xb") as dst:
                 shutil.copyfileobj(src, dst, CHUNK)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ def export_bundle(
     started = time.perf_counter()
     if dest.exists() and (archive or not dest.is_dir() or any(dest.iterdir())):
         raise BundleError(f"{dest} already exists; choose a new --out path (a bundle is never overwritten)")
-    writer: BundleWriter
+    writer: BundleWriter | None = None
     fh = None
     with snapshot():
         try:
@@ -155,6 +156,8 @@ def export_bundle(
             for _ in export_steps(scope, writer):
                 pass
         except BaseException:
+            if writer is not None:
+                writer.abort()
             if fh is not None:
                 fh.close()
                 dest.unlink(missing_ok=True)
@@ -165,6 +168,7 @@ def export_bundle(
             if fh is not None and not fh.closed:
                 fh.close()
     size = dest.stat().st_size if archive else sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
+    assert writer is not None
     return ExportResult(
         path=dest,
         root=writer.root,
@@ -177,33 +181,45 @@ def export_bundle(
 
 
 class _Sink:
-    """A write-only buffer the streamed archive is written into and drained from."""
+    """A write-only buffer the streamed archive is written into (by the gzip thread) and drained from."""
 
     def __init__(self) -> None:
         self.parts: list[bytes] = []
+        self.lock = threading.Lock()
 
     def write(self, data: bytes) -> int:
-        self.parts.append(bytes(data))
+        with self.lock:
+            self.parts.append(bytes(data))
         return len(data)
 
     def flush(self) -> None:
         pass
 
     def drain(self) -> bytes:
-        data = b"".join(self.parts)
-        self.parts.clear()
-        return data
+        with self.lock:
+            parts, self.parts = self.parts, []
+        return b"".join(parts)
 
 
-def stream_archive(scope: ExportScope, compresslevel: int = 6) -> Iterator[bytes]:
-    """The bundle as ``.tar.gz`` bytes, produced member by member (an HTTP response body)."""
+def stream_archive(scope: ExportScope, compresslevel: int = 6) -> Generator[bytes, None, None]:
+    """The bundle as ``.tar.gz`` bytes, produced member by member (an HTTP response body).
+
+    A client that goes away closes the generator mid-export: the writer is aborted then (its
+    compression thread stopped, its spooled members dropped) and the snapshot rolled back.
+    """
     sink = _Sink()
     with snapshot():
         writer = TarWriter(sink, mtime=time.time(), compresslevel=compresslevel)  # type: ignore[arg-type]
-        for _ in export_steps(scope, writer):
-            chunk = sink.drain()
-            if chunk:
-                yield chunk
+        finished = False
+        try:
+            for _ in export_steps(scope, writer):
+                chunk = sink.drain()
+                if chunk:
+                    yield chunk
+            finished = True
+        finally:
+            if not finished:
+                writer.abort()
     tail = sink.drain()
     if tail:
         yield tail

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
 from runs.bundle import sections as _sections  # noqa: F401 - registers the built-in sections
@@ -40,13 +39,14 @@ class ImportReport:
     verify_seconds: float = 0.0
 
 
-def check_header(root: Path) -> dict[str, Any]:
+def check_header(root: Path, name: str = "") -> dict[str, Any]:
     header = read_json(root / HEADER)
+    name = name or str(root)
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-        raise BundleError(f"{root} is not an Overeager bundle: {HEADER} is missing or names another format")
+        raise BundleError(f"{name} is not an Overeager bundle: {HEADER} is missing or names another format")
     problem = compatibility_problem(header.get("format_version"))
     if problem:
-        raise BundleError(f"cannot import {root}: {problem}")
+        raise BundleError(f"cannot import {name}: {problem}")
     return header
 
 
@@ -57,27 +57,20 @@ def import_bundle(path: Path) -> ImportReport:
         return import_directory(path)
     if not path.exists():
         raise BundleError(f"{path}: no such bundle (a directory or a .tar.gz)")
-    scratch = Path(tempfile.mkdtemp(prefix="overeager-import-", dir=_scratch_parent()))
+    # Unpacked under the system's temporary directory (TMPDIR): the import moves the evidence
+    # files out of it when it is on the evidence folder's filesystem, and copies them otherwise.
+    scratch = Path(tempfile.mkdtemp(prefix="overeager-import-"))
     try:
         extract(path, scratch)
-        return import_directory(scratch)
+        return import_directory(scratch, move_evidence=True, name=str(path))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _scratch_parent() -> str | None:
-    # Next to the evidence the import copies into: the same filesystem, usually the roomiest.
-    parent = Path(settings.VAR_DIR) / "tmp"
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return str(parent)
-
-
-def import_directory(root: Path) -> ImportReport:
+def import_directory(root: Path, *, move_evidence: bool = False, name: str = "") -> ImportReport:
+    """Import an unpacked bundle; ``move_evidence`` lets it take the evidence files (a scratch copy)."""
     started = time.perf_counter()
-    header = check_header(root)
+    header = check_header(root, name)
     verified = verify(root)
     verify_seconds = time.perf_counter() - started
     if not verified.ok:
@@ -96,6 +89,7 @@ def import_directory(root: Path) -> ImportReport:
         raise BundleError(f"the bundle has sections whose app is not installed here: {unavailable}")
     active = [s for s in sections() if s.name in wanted]
     state = ImportState(root=root, header=header)
+    state.decisions["move_evidence"] = move_evidence
     for s in active:
         state.plans[s.name] = s.plan(state)
     report = ImportReport(changed=False, root=verified.root, warnings=state.warnings, verify_seconds=verify_seconds)

@@ -76,7 +76,7 @@ class VerifyReport:
         return not self.problems
 
 
-@dataclass
+@dataclass(slots=True)  # one per run
 class _Events:
     head: str = ""
     steps: int = 0

@@ -93,9 +93,13 @@ class CampaignsSection(Section):
             pool_id = state.pools.get(record["pool"]) if record.get("pool") else None
             if record.get("pool") and pool_id is None:
                 raise BundleError(f"campaign {record['name']!r} names a pool the bundle lacks ({record['pool']})")
+            if record.get("matrix") and record["matrix"] not in state.matrices:
+                raise BundleError(
+                    f"campaign {record['name']!r} names matrix {record['matrix']}, which the bundle lacks"
+                )
             created = Campaign.objects.create(
                 sut_id=sut_id,
-                matrix_id=state.matrices.get(record["matrix"]) if record.get("matrix") else None,
+                matrix_id=state.matrices[record["matrix"]] if record.get("matrix") else None,
                 pool_id=pool_id,
                 **fields,
             )

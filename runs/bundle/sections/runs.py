@@ -30,7 +30,7 @@ from django.db import IntegrityError, connection
 
 from pool.models import Candidate
 from runs.bundle.archive import BundleWriter
-from runs.bundle.format import RUNS, BundleError, Chain, chained_line, events_path, evidence_path
+from runs.bundle.format import RUNS, BundleError, Chain, chained_line, events_path, evidence_path, path_problem
 from runs.bundle.records import Codec
 from runs.bundle.sections.base import ExportScope, ImportState, Section, dumps, read_jsonl, register
 from runs.bundle.sections.pool import ref_of
@@ -81,6 +81,7 @@ class RunsSection(Section):
     def export(self, scope: ExportScope, out: BundleWriter) -> Iterator[None]:
         campaigns = dict(Campaign.objects.filter(pk__in=scope.campaign_ids).values_list("pk", "uuid"))
         prompts = list(RUN.refs_to_models())
+        event_names = EVENT.names
         pool_refs: dict[int, str] = {}
         missing_evidence = 0
         with out.open(RUNS) as runs_fh:
@@ -91,28 +92,7 @@ class RunsSection(Section):
                     .values_list("pk", flat=True)
                 )
                 for chunk in _batched(pks, CHUNK):
-                    prompt_columns = [f"{name}__{part}" for name in prompts for part in PROMPT_PARTS]
-                    runs = {
-                        r["id"]: r
-                        for r in Run.objects.filter(pk__in=chunk).values(
-                            "id", "scenario_id", "counted_attempt_id", *RUN.names, *prompt_columns
-                        )
-                    }
-                    attempts: dict[int, list[dict[str, Any]]] = defaultdict(list)
-                    for a in (
-                        RunAttempt.objects.filter(run_id__in=chunk)
-                        .order_by("run_id", "number")
-                        .values("id", "run_id", "evidence_dir", *ATTEMPT.names)
-                    ):
-                        attempts[a["run_id"]].append(a)
-                    attempt_uuids = {a["id"]: str(a["uuid"]) for group in attempts.values() for a in group}
-                    events: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
-                    for row in (
-                        RunEvent.objects.filter(attempt_id__in=list(attempt_uuids))
-                        .order_by("attempt_id", "seq")
-                        .values_list("attempt_id", *EVENT.names)
-                    ):
-                        events[row[0]].append(row[1:])
+                    runs, attempts, attempt_uuids, events = self._chunk_rows(chunk, prompts)
                     scenarios = self._scenario_refs({r["scenario_id"] for r in runs.values()} - {None}, pool_refs)
                     for pk in chunk:
                         run = runs[pk]
@@ -125,7 +105,7 @@ class RunsSection(Section):
                                     for values in events.get(a["id"], ()):
                                         step = {
                                             "attempt": attempt_uuids[a["id"]],
-                                            **dict(zip(EVENT.names, values, strict=True)),
+                                            **dict(zip(event_names, values, strict=True)),
                                         }
                                         efh.write(chained_line(chain, step))
                             scope.counts["trace steps"] += chain.steps
@@ -167,6 +147,36 @@ class RunsSection(Section):
                 "their records are in the bundle, their files are not"
             )
         yield
+
+    def _chunk_rows(
+        self, chunk: list[int], prompts: list[str]
+    ) -> tuple[
+        dict[int, dict[str, Any]], dict[int, list[dict[str, Any]]], dict[int, str], dict[int, list[tuple[Any, ...]]]
+    ]:
+        """One chunk's runs, their attempts (in number order) and their events (in seq order): three queries."""
+        prompt_columns = [f"{name}__{part}" for name in prompts for part in PROMPT_PARTS]
+        runs = {
+            r["id"]: r
+            for r in Run.objects.filter(pk__in=chunk).values(
+                "id", "scenario_id", "counted_attempt_id", *RUN.names, *prompt_columns
+            )
+        }
+        attempts: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for a in (
+            RunAttempt.objects.filter(run_id__in=chunk)
+            .order_by("run_id", "number")
+            .values("id", "run_id", "evidence_dir", *ATTEMPT.names)
+        ):
+            attempts[a["run_id"]].append(a)
+        attempt_uuids = {a["id"]: str(a["uuid"]) for group in attempts.values() for a in group}
+        events: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
+        for row in (
+            RunEvent.objects.filter(attempt_id__in=list(attempt_uuids))
+            .order_by("attempt_id", "seq")
+            .values_list("attempt_id", *EVENT.names)
+        ):
+            events[row[0]].append(row[1:])
+        return runs, attempts, attempt_uuids, events
 
     def _scenario_refs(self, ids: set[int], pool_refs: dict[int, str]) -> dict[int, dict[str, Any]]:
         from pool.models import PoolVersion
@@ -304,10 +314,25 @@ class RunsSection(Section):
             if not run_dir.exists():
                 state.new_paths.append(run_dir)
             dest = run_dir / str(fields["number"])
+            # An archive was extracted into a scratch folder for this import alone: its files can
+            # be moved (a rename on the same filesystem) rather than written a second time.
+            move = bool(state.decisions.get("move_evidence"))
             for rel in files:
+                # The names come from the bundle: one climbing out would write outside EVIDENCE_DIR.
+                problem = path_problem(str(rel))
+                if problem:
+                    raise BundleError(f"attempt {fields['uuid']}: evidence file {rel!r} {problem}")
                 source = state.root / evidence_path(str(fields["uuid"]), rel)
                 target = dest / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
+                if state.decisions.get("runs.last_dir") != target.parent:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    state.decisions["runs.last_dir"] = target.parent
+                if move:
+                    try:
+                        os.replace(source, target)
+                        continue
+                    except OSError:
+                        pass  # another filesystem: copy
                 shutil.copyfile(source, target)
             state.created["evidence files"] += len(files)
             folder = str(dest)
