@@ -81,8 +81,43 @@ def cached_or_stale(kind: str, pk: int, name: str, compute: Callable[[], T], sta
     the recomputation.  A page that gets stale data refetches shortly (static/js/live.js).
     """
     gen = generation(kind, pk)
-    key = f"stats:{kind}:{pk}:{gen}:{name}"
-    latest_key = f"stats:{kind}:{pk}:latest:{name}"
+    return _cached(f"stats:{kind}:{pk}:{gen}:{name}", f"stats:{kind}:{pk}:latest:{name}", gen, compute, stale_ok)
+
+
+def generations(records: Sequence[tuple[str, int]]) -> list[int]:
+    """The generations of several records (``(kind, pk)``), read in one cache round trip."""
+    keys = [_gen_key(kind, pk) for kind, pk in records]
+    found = cache.get_many(keys)
+    return [int(found[k]) if found.get(k) is not None else 0 for k in keys]
+
+
+def cached_over(
+    kind: str,
+    records: Sequence[tuple[str, int]],
+    name: str,
+    compute: Callable[[], T],
+    version: str = "",
+    stale_ok: bool = True,
+) -> tuple[T, bool]:
+    """``cached_or_stale`` for an aggregate over several records (the campaigns a page selects).
+
+    The key carries every record's generation (and ``version``, for inputs that change without a
+    bump), so a run scored in any of them invalidates it. Generations only grow, so their sum
+    orders the computations of one selection: it decides which older value may be served stale.
+    """
+    selection = hashlib.sha256(",".join(f"{k}:{pk}" for k, pk in sorted(records)).encode()).hexdigest()[:16]
+    gens = generations(sorted(records))
+    token = hashlib.sha256((",".join(map(str, gens)) + "|" + version).encode()).hexdigest()[:16]
+    return _cached(
+        f"stats:{kind}:{selection}:{token}:{name}",
+        f"stats:{kind}:{selection}:latest:{name}",
+        sum(gens),
+        compute,
+        stale_ok,
+    )
+
+
+def _cached(key: str, latest_key: str, gen: int, compute: Callable[[], T], stale_ok: bool) -> tuple[T, bool]:
     value = cache.get(key)
     if value is not None:
         return value, False

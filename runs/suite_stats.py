@@ -21,7 +21,11 @@ SUITE_KINDS = (CampaignKind.USB_FULL, CampaignKind.USB_SAMPLE)
 
 def suite_runs(campaigns: Iterable[Campaign]) -> Any:
     ids = [c.pk for c in campaigns if c.kind in SUITE_KINDS]
-    return Run.objects.filter(campaign_id__in=ids).scored()
+    # A run without its prompt's axis levels (written by hand, or before its prompt was set) has
+    # no S/B/R cell; metrics.RunRecord cannot take it, and one such row must not fail the page.
+    return Run.objects.filter(
+        campaign_id__in=ids, s_level__isnull=False, b_level__isnull=False, r_level__isnull=False
+    ).scored()
 
 
 def suite_records(campaigns: Iterable[Campaign]) -> list[dict[str, Any]]:

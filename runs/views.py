@@ -25,15 +25,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from overeager.roles import CURATOR, role_required, roles_of
+from overeager.roles import CURATOR, VALIDATOR, role_required, roles_of
 from pool.models import Candidate, ConsentMode
 from runs import evidence as ev
-from runs import stats
+from runs import stats, suite_evidence
 from runs.campaigns import CampaignError, progress_summary, start_campaign, stop_campaign
 from runs.forms import CampaignStartForm
 from runs.jobs import FINAL_EVENTS_CAP
-from runs.models import Campaign, Matrix, Run, RunAttempt, RunEvent, SystemUnderTest
+from runs.models import Campaign, CampaignKind, Matrix, Run, RunAttempt, RunEvent, SystemUnderTest
 from runs.progress import current_seq, publish
+from runs.suite_stats import SUITE_KINDS
+from runs.suite_views import live_topics
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +102,9 @@ def _campaign_list(request: HttpRequest, form: CampaignStartForm | None, status:
     wanted = request.GET.get("status", "")
     if wanted in Campaign.Status.values:
         qs = qs.filter(status=wanted)
+    kind = request.GET.get("kind", "")
+    if kind in CampaignKind.values:
+        qs = qs.filter(kind=kind)
     page = Paginator(qs, RUNS_PAGE).get_page(request.GET.get("page"))
     # Only the in-flight runs: scored counts are on the campaign row, and a GROUP BY over every
     # run of 50 campaigns would be most of this page's time at 100,000 runs.
@@ -120,6 +125,8 @@ def _campaign_list(request: HttpRequest, form: CampaignStartForm | None, status:
         "rows": rows,
         "statuses": Campaign.Status.values,
         "status_filter": wanted,
+        "kinds": CampaignKind.choices,
+        "kind_filter": kind if kind in CampaignKind.values else "",
         "form": form,
         "has_suts": form is None or SystemUnderTest.objects.exists(),
     }
@@ -199,6 +206,23 @@ def campaign_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "charts": stats.CAMPAIGN_CHARTS,
         "params": sorted((k, v) for k, v in campaign.params.items() if k != "priors"),
     }
+    if campaign.kind in SUITE_KINDS:
+        # UnderSpecBench campaigns have no archetype × consent cells: their page shows the suite
+        # metrics of this campaign (the results page's charts, runs/suite_views.py).
+        query = f"campaign={campaign.pk}"
+        context.update(
+            {
+                "query": query,
+                "data_url": reverse("suite-data") + "?" + query,
+                "suite_url": reverse("suite-results") + "?" + query,
+                "composition_url": reverse("labels-composition") + "?" + query,
+                "topics_json": json.dumps(live_topics([campaign])),
+                "suite_charts": ("overall", "by_s", "by_b", "by_r", "by_surface", "by_domain", "families"),
+            }
+        )
+        return render(request, "runs/suite_campaign.html", context)
+    if campaign.kind == CampaignKind.PAIRED:
+        context["consent_url"] = reverse("consent-sensitivity") + f"?campaign={campaign.pk}"
     return render(request, "runs/campaign_detail.html", context)
 
 
@@ -222,7 +246,7 @@ def campaign_runs(request: HttpRequest, pk: int) -> HttpResponse:
     except ValueError as exc:
         return _bad(str(exc))
     qs = Run.objects.filter(campaign_id=campaign.pk)
-    for name in ("archetype", "consent"):
+    for name in ("archetype", "consent", "family"):
         if request.GET.get(name):
             qs = qs.filter(**{name: request.GET[name]})
     status = request.GET.get("status", "")
@@ -247,6 +271,17 @@ def campaign_runs(request: HttpRequest, pk: int) -> HttpResponse:
             "attempt",
             "duration",
             "finished_at",
+            # UnderSpecBench runs (empty / null for SNARE runs); the disposition is left out:
+            # validators may read this endpoint and label blind.
+            "family",
+            "s_level",
+            "b_level",
+            "r_level",
+            "acted",
+            "safe_success",
+            "wrong_target",
+            "overscope",
+            "pair_key",
         )[: limit + 1]
     )
     more = len(rows) > limit
@@ -255,6 +290,7 @@ def campaign_runs(request: HttpRequest, pk: int) -> HttpResponse:
             **row,
             "url": reverse("run-detail", args=[row["pk"]]),
             "finished_at": row["finished_at"].isoformat() if row["finished_at"] else None,
+            "variant": f"S{row['s_level']}-B{row['b_level']}-R{row['r_level']}" if row["s_level"] is not None else "",
         }
         for row in rows[:limit]
     ]
@@ -390,6 +426,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if run.scenario_id
         else None
     )
+    # Validators label non-action runs blind (docs/labels.md, runs/admin.py BLIND_FIELDS): an account
+    # whose only role is validator sees neither the disposition nor a simulated agent's planted one.
+    blind = roles_of(request.user) == {VALIDATOR}
     context: dict[str, Any] = {
         "run": run,
         "campaign": run.campaign,
@@ -398,9 +437,18 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "scenario": scenario,
         "topic": run.campaign.topic,
         "is_terminal": run.is_terminal,
+        "show_disposition": not blind and run.status == Run.Status.SCORED and run.acted is False,
     }
+    if run.prompt_id is not None:
+        context["family_url"] = reverse("suite-family", args=[run.family])
+        context["variant"] = f"S{run.s_level}-B{run.b_level}-R{run.r_level}"
     if attempt is not None:
         context.update(_evidence_context(attempt))
+        if run.prompt_id is not None:
+            context["suite"] = suite_evidence.layout(attempt.verdict, attempt.evidence or {})
+        if blind and isinstance(attempt.ground_truth, dict) and "disposition" in attempt.ground_truth:
+            shown = {k: v for k, v in attempt.ground_truth.items() if k not in ("disposition", "probabilities")}
+            context["ground_truth_json"] = json.dumps(shown, indent=1, ensure_ascii=False)
     return render(request, "runs/run_detail.html", context)
 
 

@@ -211,6 +211,46 @@ window.Live = (function () {
     return live;
   }
 
+  // follow() for a page that shows several campaigns (the UnderSpecBench results, consent
+  // sensitivity): one socket per topic, one shared refresher.  `load` returns data whose `seqs`
+  // maps each topic to its number read before the data.  No topics (every campaign finished):
+  // the data is loaded once and the page says it is not live.
+  function followMany(topics, load, onMessage) {
+    const conns = {};
+    const r = refresher(async function () {
+      const data = await load();
+      if (data && data.stale) r.soon();
+      else if (data && data.seqs) {
+        Object.keys(conns).forEach(function (topic) {
+          if (typeof data.seqs[topic] === "number") conns[topic].seen(data.seqs[topic]);
+        });
+      }
+      return data;
+    });
+    (topics || []).forEach(function (topic) {
+      conns[topic] = connect(topic, {
+        onMessage: function (message) {
+          if (onMessage) onMessage(message);
+          r.soon();
+        },
+        resync: function () {
+          r.now();
+        },
+      });
+    });
+    if (!topics || !topics.length) {
+      const statusEl = document.getElementById("live-status");
+      if (statusEl) {
+        statusEl.dataset.state = "offline";
+        statusEl.textContent = "finished (not live)";
+      }
+    }
+    r.now();
+    const live = { conns: conns, refresher: r };
+    window.__live = live; // for the browser tests and for debugging from the console
+    return live;
+  }
+
   function csrfToken() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
     return match ? decodeURIComponent(match[1]) : "";
@@ -225,6 +265,7 @@ window.Live = (function () {
     refresher: refresher,
     connect: connect,
     follow: follow,
+    followMany: followMany,
     showError: showError,
     csrfToken: csrfToken,
     pct: pct,
