@@ -203,6 +203,8 @@ def campaign_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "campaign": campaign,
         "can_stop": _can_curate(request) and campaign.status == Campaign.Status.RUNNING,
+        # Bundles are of finished campaigns only (runs/bundle): the button appears once it ends.
+        "can_download": _can_curate(request) and campaign.status not in ("pending", "running"),
         "charts": stats.CAMPAIGN_CHARTS,
         "params": sorted((k, v) for k, v in campaign.params.items() if k != "priors"),
     }
@@ -323,6 +325,8 @@ def matrix_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "consent_modes": stats.consent_axis(),
         "charts": stats.MATRIX_CHARTS,
         "topic": f"matrix-{matrix.pk}",
+        "can_download": _can_curate(request)
+        and not matrix.campaigns.filter(status__in=(Campaign.Status.PENDING, Campaign.Status.RUNNING)).exists(),
     }
     return render(request, "runs/matrix_detail.html", context)
 
