@@ -29,6 +29,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.db import close_old_connections, connection
 from rq.worker import SimpleWorker
@@ -85,6 +86,20 @@ def watchdog(interval: float) -> Iterator[threading.Event]:
 
 
 class OvereagerWorker(SimpleWorker):
+    def execute_job(self, job: Any, queue: Any) -> Any:
+        """Run a job; survive losing Redis around it instead of quitting like rq would.
+
+        A job's effects are in the database before rq records the job's end in Redis, so when
+        Redis goes away mid-bookkeeping (a restart: it keeps nothing on disk) only rq's record of
+        this job is lost. rq's loop quits on any exception from here; the dequeue that follows
+        instead waits for Redis and reconnects, and the watchdog re-enqueues whatever Redis forgot.
+        """
+        try:
+            return super().execute_job(job, queue)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            log.warning("lost Redis around job %s (%s); its outcome is in the database, carrying on", job.id, exc)
+            return None
+
     def work(self, *args: Any, **kwargs: Any) -> bool:
         from runs.sandbox import reaper
 
