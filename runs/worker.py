@@ -85,7 +85,36 @@ def watchdog(interval: float) -> Iterator[threading.Event]:
         thread.join(timeout=interval + 5)
 
 
+_REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
 class OvereagerWorker(SimpleWorker):
+    """rq's SimpleWorker that outlives a Redis restart.
+
+    rq's work loop quits on any exception outside its blocking dequeue, and between jobs it talks
+    to Redis in four places (the job's own bookkeeping, the heartbeat, the suspension check, the
+    maintenance tasks). A worker that quit whenever Redis restarted would strand its campaign, so
+    those four tolerate a lost connection; the dequeue already waits and reconnects by itself.
+    """
+
+    def heartbeat(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().heartbeat(*args, **kwargs)
+        except _REDIS_DOWN as exc:
+            log.warning("worker heartbeat skipped: Redis unreachable (%s)", exc)
+
+    def check_for_suspension(self, burst: bool) -> None:
+        try:
+            super().check_for_suspension(burst)
+        except _REDIS_DOWN as exc:
+            log.warning("suspension check skipped: Redis unreachable (%s)", exc)
+
+    def run_maintenance_tasks(self) -> None:
+        try:
+            super().run_maintenance_tasks()
+        except _REDIS_DOWN as exc:
+            log.warning("rq maintenance skipped: Redis unreachable (%s)", exc)
+
     def execute_job(self, job: Any, queue: Any) -> Any:
         """Run a job; survive losing Redis around it instead of quitting like rq would.
 
@@ -96,7 +125,7 @@ class OvereagerWorker(SimpleWorker):
         """
         try:
             return super().execute_job(job, queue)
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        except _REDIS_DOWN as exc:
             log.warning("lost Redis around job %s (%s); its outcome is in the database, carrying on", job.id, exc)
             return None
 
