@@ -26,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -91,38 +93,21 @@ _REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 class OvereagerWorker(SimpleWorker):
     """rq's SimpleWorker that outlives a Redis restart.
 
-    rq's work loop quits on any exception outside its blocking dequeue, and between jobs it talks
-    to Redis in four places (the job's own bookkeeping, the heartbeat, the suspension check, the
-    maintenance tasks). A worker that quit whenever Redis restarted would strand its campaign, so
-    those four tolerate a lost connection; the dequeue already waits and reconnects by itself.
+    rq's work loop quits on any exception outside its blocking dequeue — and between jobs it
+    talks to Redis in several places (the job's bookkeeping, the heartbeat, worker state). A
+    worker that quit whenever Redis restarted would strand its campaign, so ``work`` re-enters
+    rq's loop after such a quit, once Redis answers again (under a fresh worker name: the old
+    registration may survive a short outage). A stop that was asked for (SIGTERM, burst mode,
+    max jobs) ends the worker as usual, and so does a loop that keeps failing with Redis up —
+    that is a bug, not an outage.
     """
 
-    def heartbeat(self, *args: Any, **kwargs: Any) -> None:
-        try:
-            super().heartbeat(*args, **kwargs)
-        except _REDIS_DOWN as exc:
-            log.warning("worker heartbeat skipped: Redis unreachable (%s)", exc)
-
-    def check_for_suspension(self, burst: bool) -> None:
-        try:
-            super().check_for_suspension(burst)
-        except _REDIS_DOWN as exc:
-            log.warning("suspension check skipped: Redis unreachable (%s)", exc)
-
-    def run_maintenance_tasks(self) -> None:
-        try:
-            super().run_maintenance_tasks()
-        except _REDIS_DOWN as exc:
-            log.warning("rq maintenance skipped: Redis unreachable (%s)", exc)
+    MAX_RESTARTS = 10  # within RESTART_WINDOW_S, with Redis answering: give up
+    RESTART_WINDOW_S = 600.0
 
     def execute_job(self, job: Any, queue: Any) -> Any:
-        """Run a job; survive losing Redis around it instead of quitting like rq would.
-
-        A job's effects are in the database before rq records the job's end in Redis, so when
-        Redis goes away mid-bookkeeping (a restart: it keeps nothing on disk) only rq's record of
-        this job is lost. rq's loop quits on any exception from here; the dequeue that follows
-        instead waits for Redis and reconnects, and the watchdog re-enqueues whatever Redis forgot.
-        """
+        """A job's effects are in the database before rq records its end in Redis: losing Redis
+        here loses only rq's record of the job, which the watchdog makes good."""
         try:
             return super().execute_job(job, queue)
         except _REDIS_DOWN as exc:
@@ -135,8 +120,37 @@ class OvereagerWorker(SimpleWorker):
         with contextlib.suppress(Exception):
             reaper.reap()  # leftovers of an earlier worker on this machine
         gateway_handle()
+        worked = False
+        restarts: list[float] = []
         try:
             with watchdog(float(settings.WATCHDOG_INTERVAL_SECONDS)):
-                return bool(super().work(*args, **kwargs))
+                while True:
+                    try:
+                        worked = bool(super().work(*args, **kwargs)) or worked
+                    except _REDIS_DOWN as exc:  # raised by rq's teardown when Redis is gone
+                        log.warning("rq's work loop ended with Redis unreachable: %s", exc)
+                    if self._stop_requested or kwargs.get("burst") or kwargs.get("max_jobs"):
+                        return worked
+                    redis_was_down = not self._wait_for_redis()
+                    now = time.monotonic()
+                    restarts = [t for t in restarts if now - t < self.RESTART_WINDOW_S] + [now]
+                    if not redis_was_down and len(restarts) > self.MAX_RESTARTS:
+                        log.error("rq's work loop keeps quitting with Redis up; giving up")
+                        return worked
+                    self.name = uuid.uuid4().hex
+                    log.warning("re-entering the work loop as worker %s", self.name)
         finally:
             stop_gateway()
+
+    def _wait_for_redis(self) -> bool:
+        """Block until Redis answers; True if it answered at once."""
+        delay = 0.5
+        first = True
+        while True:
+            try:
+                self.connection.ping()
+                return first
+            except _REDIS_DOWN:
+                first = False
+                time.sleep(delay)
+                delay = min(delay * 2, 15.0)
