@@ -80,9 +80,7 @@ class ListAllocator:
 
     @property
     def done(self) -> bool:
-        return (
-            self.next_item >= len(self.items) and not self.outstanding and not self.retry_queue
-        )
+        return self.next_item >= len(self.items) and not self.outstanding and not self.retry_queue
 
     def next_round(self, _items: Any = None) -> list[Slot]:
         if self.done:
