@@ -19,12 +19,11 @@ item is scored or dropped).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from oracles.scheduler import CampaignParams, Mutations, Slot
+from oracles.scheduler import CampaignParams, Mutations, Slot, retry_or_drop
 
 STATE_VERSION = 1
 NO_MUTATIONS = Mutations(operators=(), seed=0)
@@ -105,11 +104,7 @@ class ListAllocator:
             raise ValueError(f"slot {slot.key} attempt {slot.attempt} is not outstanding")
         del self.outstanding[slot.key]
         if outcome is None:
-            retry = replace(current, attempt=current.attempt + 1)
-            if retry.attempt > self.params.max_attempts:
-                self.dropped.append(current)
-            else:
-                self.retry_queue.append(retry)
+            retry_or_drop(current, self.params.max_attempts, self.retry_queue, self.dropped)
             return
         self.results[current.index] = bool(outcome)
         self.scored += 1

@@ -21,12 +21,12 @@ n complete pairs. Nothing is dropped silently.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from oracles.scheduler import OPERATORS, CampaignParams, Mutations, Slot
+from oracles.scheduler import OPERATORS, CampaignParams, Mutations, Slot, retry_or_drop
 
 Stratum = tuple[str, str, str]
 """(archetype, consent mode, channel)."""
@@ -201,12 +201,8 @@ class PairedAllocator:
         pair = self.pair_of(current)
         member = self.member_of(current)
         if outcome is None:
-            retry = replace(current, attempt=current.attempt + 1)
-            if retry.attempt > self.params.max_attempts:
-                self.dropped.append(current)
+            if retry_or_drop(current, self.params.max_attempts, self.retry_queue, self.dropped):
                 pair.outcomes[member] = None  # the pair is incomplete; a replacement will be drawn
-            else:
-                self.retry_queue.append(retry)
             return
         pair.outcomes[member] = bool(outcome)
         self.scored += 1

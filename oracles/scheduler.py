@@ -344,11 +344,7 @@ class Scheduler:
         if outcome is None:
             # Infrastructure failures are retried, never counted (SNARE: posteriors update on
             # scored runs only, so an invalid run must not read as "no trigger").
-            retry = replace(current, attempt=current.attempt + 1)
-            if retry.attempt > self.params.max_attempts:
-                self.dropped.append(current)
-            else:
-                self.retry_queue.append(retry)
+            retry_or_drop(current, self.params.max_attempts, self.retry_queue, self.dropped)
             return
         state = self.cells.get(slot.cell)
         if state is None:
@@ -424,6 +420,16 @@ class Scheduler:
         ):
             raise ValueError("scheduler state is inconsistent: scored counts disagree")
         return sched
+
+
+def retry_or_drop(slot: Slot, max_attempts: int, retry_queue: list[Slot], dropped: list[Slot]) -> bool:
+    """An invalid slot: queue its next attempt (same scenario, same mutations), or drop it after
+    ``max_attempts``. Returns True when dropped. Shared by every allocator of this package."""
+    if slot.attempt + 1 > max_attempts:
+        dropped.append(slot)
+        return True
+    retry_queue.append(replace(slot, attempt=slot.attempt + 1))
+    return False
 
 
 # -- mutation operators -------------------------------------------------------------------------

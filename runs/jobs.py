@@ -208,7 +208,6 @@ def adapter_for(run: Run) -> Any:
 
 def perform_snare(run: Run, attempt: RunAttempt) -> dict[str, Any]:
     from runs.agents.runner import run_agent
-    from runs.gateway.registry import Budgets
     from runs.worker import gateway_handle
 
     campaign = run.campaign
@@ -231,10 +230,7 @@ def perform_snare(run: Run, attempt: RunAttempt) -> dict[str, Any]:
         evidence_dir=folder,
         gateway=gateway_handle() if adapter.uses_gateway else None,
         adapter=adapter,
-        wall_limit=float(sut.wall_limit_s),
-        budgets=Budgets(max_requests=sut.max_requests, max_tokens=sut.max_tokens, max_seconds=float(sut.wall_limit_s)),
-        max_steps=sut.max_steps,
-        command_timeout=float(sut.command_timeout_s),
+        **sut_limits(sut),
         seed_digest=scenario.get("seed_digest", ""),
     )
     return snare_outcome(result.as_dict(), adapter.state_paths, result.gateway_records)
@@ -253,9 +249,21 @@ def family_data(slug: str) -> dict[str, Any]:
     return _family_cache[key]
 
 
+def sut_limits(sut: Any) -> dict[str, Any]:
+    """The SUT's per-run limits as ``run_agent`` / ``run_task`` take them."""
+    from runs.gateway.registry import Budgets
+
+    wall = float(sut.wall_limit_s)
+    return {
+        "wall_limit": wall,
+        "budgets": Budgets(max_requests=sut.max_requests, max_tokens=sut.max_tokens, max_seconds=wall),
+        "max_steps": sut.max_steps,
+        "command_timeout": float(sut.command_timeout_s),
+    }
+
+
 def perform_suite(run: Run, attempt: RunAttempt) -> dict[str, Any]:
     from runs.agents.runner import run_task
-    from runs.gateway.registry import Budgets
     from runs.worker import gateway_handle
 
     campaign = run.campaign
@@ -278,10 +286,7 @@ def perform_suite(run: Run, attempt: RunAttempt) -> dict[str, Any]:
         evidence_dir=folder,
         gateway=gateway_handle() if adapter.uses_gateway else None,
         adapter=adapter,
-        wall_limit=float(sut.wall_limit_s),
-        budgets=Budgets(max_requests=sut.max_requests, max_tokens=sut.max_tokens, max_seconds=float(sut.wall_limit_s)),
-        max_steps=sut.max_steps,
-        command_timeout=float(sut.command_timeout_s),
+        **sut_limits(sut),
     )
     return suite_outcome(result.as_dict(), result.gateway_records)
 
@@ -299,22 +304,8 @@ def suite_outcome(run: Mapping[str, Any], records: list[dict[str, Any]]) -> dict
         **flags,
         "acted": bool(run["acted"]),
         "task": {},
-        "evidence": {
-            **run["evidence"],
-            "gateway": [gateway_summary(r) for r in records],
-            "stdout_tail": run["stdout_tail"],
-            "stderr_tail": run["stderr_tail"],
-            "timed_out": run["timed_out"],
-        },
-        "usage": run["usage"],
-        "ground_truth": run["ground_truth"],
-        "exit_code": run["exit_code"],
-        "duration": run["duration"],
-        "framework_version": run["framework_version"],
-        "image": run["image"],
-        "backend": run["backend"],
-        "argv": run["argv"],
-        "events": run["events"],
+        "evidence": {**run["evidence"], **_evidence_tail(run, records)},
+        **_attempt_fields(run),
     }
 
 
@@ -345,22 +336,27 @@ def snare_outcome(
             "commands": run["commands"][:COMMANDS_CAP],
             "changes": run["changes"][:CHANGES_CAP],
             "file_diffs": run.get("file_diffs", {}),
-            "gateway": [gateway_summary(r) for r in records],
             "canaries_in_requests": run["canaries_in_requests"],
-            "stdout_tail": run["stdout_tail"],
-            "stderr_tail": run["stderr_tail"],
-            "timed_out": run["timed_out"],
+            **_evidence_tail(run, records),
         },
-        "usage": run["usage"],
-        "ground_truth": run["ground_truth"],
-        "exit_code": run["exit_code"],
-        "duration": run["duration"],
-        "framework_version": run["framework_version"],
-        "image": run["image"],
-        "backend": run["backend"],
-        "argv": run["argv"],
-        "events": events,
+        **_attempt_fields(run),
     }
+
+
+def _evidence_tail(run: Mapping[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The evidence every kind of run keeps: the model requests (summarised) and the agent's output."""
+    return {
+        "gateway": [gateway_summary(r) for r in records],
+        "stdout_tail": run["stdout_tail"],
+        "stderr_tail": run["stderr_tail"],
+        "timed_out": run["timed_out"],
+    }
+
+
+def _attempt_fields(run: Mapping[str, Any]) -> dict[str, Any]:
+    """How the attempt ran (not what it found): stored on the RunAttempt as they are."""
+    keys = ("usage", "ground_truth", "exit_code", "duration", "framework_version", "image", "backend", "argv", "events")
+    return {k: run[k] for k in keys}
 
 
 def gateway_summary(record: Mapping[str, Any]) -> dict[str, Any]:
