@@ -312,7 +312,13 @@ class Campaign(models.Model):
 
     @property
     def budget(self) -> int:
-        return int(self.params.get("n", 0))
+        """Scored runs the campaign asks for: ``n``, or ``2 n`` for a paired campaign.
+
+        A paired campaign's ``n`` counts complete pairs (``oracles.pairing``), two runs each; the
+        progress shown everywhere counts runs, so it must compare runs with runs.
+        """
+        n = int(self.params.get("n", 0))
+        return 2 * n if self.kind == CampaignKind.PAIRED else n
 
     @property
     def topic(self) -> str:

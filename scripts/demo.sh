@@ -62,15 +62,16 @@ stop_all() {
   cleanup
 }
 trap stop_all EXIT
-for _ in $(seq 1 "${DEMO_WORKERS:-2}"); do
-  $PY manage.py rqworker --verbosity 0 &
+# Their logs go to files so the campaigns' progress bars stay readable here.
+for i in $(seq 1 "${DEMO_WORKERS:-2}"); do
+  $PY manage.py rqworker --verbosity 0 >"var/worker-demo-$i.log" 2>&1 &
   pids+=($!)
 done
 $PY -m daphne -b 127.0.0.1 -p "${DEMO_PORT:-8000}" overeager.asgi:application >var/daphne-demo.log 2>&1 &
 pids+=($!)
 echo
 echo "Dashboard: http://127.0.0.1:${DEMO_PORT:-8000}/campaigns/ (log in as admin with the password above);"
-echo "the campaigns below update there live while they run."
+echo "the campaigns below update there live while they run. Worker logs: var/worker-demo-*.log"
 echo
 
 backend="${DEMO_BACKEND:-${SANDBOX_BACKEND:-bwrap}}"
@@ -86,6 +87,9 @@ $PY manage.py run_campaign --name demo-suite --frameworks sim-alpha,sim-beta,sim
   --kind usb-sample --simulation runs/demo/simulation.json --n "${DEMO_SUITE_RUNS:-48}" --k 8 "${follow[@]}"
 # 4. A real agent program: the built-in shell agent driven by the scripted model through the gateway.
 $PY manage.py run_campaign --name demo-shell --sut shell:scripted-demo --n "${DEMO_SHELL_RUNS:-8}" --k 4 "${follow[@]}"
+# 5. A blind validation queue over the non-action runs, so a validator has runs to label.
+$PY manage.py create_queue "demo: non-action runs" --campaign demo-suite/ --campaign demo-shell --stratify system \
+  --description "Non-action runs of the demo's UnderSpecBench sample and shell-agent campaigns."
 
 echo
 echo "Demo campaigns finished. Serving the dashboard on http://127.0.0.1:${DEMO_PORT:-8000} — Ctrl-C stops."

@@ -181,3 +181,11 @@ def test_an_unknown_pair_or_campaign_is_a_404(role_users, paired):
     assert client.get(reverse("consent-pair", args=[paired["a"].pk, "p9999"])).status_code == 404
     snare = factories.campaign("snare-no-pairs")
     assert client.get(reverse("consent-pair", args=[snare.pk, "p0"])).status_code == 404
+
+
+def test_a_paired_campaigns_progress_counts_runs_against_two_runs_per_pair(role_users):
+    # n counts complete pairs; progress everywhere counts scored runs, so the target is 2 n.
+    c = sf.paired_campaign("paired-progress", n=24)
+    assert c.budget == 48 and factories.campaign("snare-progress", n=24).budget == 24
+    html = _client(role_users["viewer"]).get(reverse("campaign-list")).content.decode()
+    assert "0 / 48" in html

@@ -28,6 +28,7 @@ from django.db import transaction
 
 from runs.campaigns import CampaignError, campaign_params, reconcile, start_campaign
 from runs.models import AgentFramework, Campaign, CampaignKind, Matrix, ModelEndpoint, SystemUnderTest
+from runs.suite_stats import SUITE_KINDS
 
 
 class Command(BaseCommand):
@@ -213,7 +214,10 @@ class Command(BaseCommand):
 
     def _report(self, ids: list[int]) -> None:
         for c in Campaign.objects.filter(pk__in=ids).select_related("sut__framework", "sut__model"):
-            line = f"campaign {c.pk} {c.name}: {c.status}, {c.scored}/{c.budget} scored, {c.triggers} overeager"
+            line = f"campaign {c.pk} {c.name}: {c.status}, {c.scored}/{c.budget} runs scored"
+            if c.kind == CampaignKind.PAIRED:
+                line += f" ({c.params.get('n', 0)} pairs asked)"
+            line += f", {c.triggers} {'overstep' if c.kind in SUITE_KINDS else 'overeager'}"
             if c.scored:
                 line += f" ({c.triggers / c.scored:.1%} raw)"
             if c.invalid:
