@@ -104,6 +104,17 @@ class OvereagerWorker(SimpleWorker):
 
     MAX_RESTARTS = 10  # within RESTART_WINDOW_S, with Redis answering: give up
     RESTART_WINDOW_S = 600.0
+    _stop_asked = False
+
+    def request_stop(self, signum: Any, frame: Any) -> None:
+        """SIGTERM / SIGINT: a warm shutdown, and no re-entry into the loop afterwards.
+
+        rq sets ``_stop_requested`` only when the signal arrives during a job; an idle worker gets
+        ``StopRequested`` raised instead and its loop returns as if nothing had been asked — which
+        ``work`` would take for an outage and re-enter.
+        """
+        self._stop_asked = True
+        super().request_stop(signum, frame)
 
     def execute_job(self, job: Any, queue: Any) -> Any:
         """A job's effects are in the database before rq records its end in Redis: losing Redis
@@ -129,7 +140,7 @@ class OvereagerWorker(SimpleWorker):
                         worked = bool(super().work(*args, **kwargs)) or worked
                     except _REDIS_DOWN as exc:  # raised by rq's teardown when Redis is gone
                         log.warning("rq's work loop ended with Redis unreachable: %s", exc)
-                    if self._stop_requested or kwargs.get("burst") or kwargs.get("max_jobs"):
+                    if self._stop_asked or self._stop_requested or kwargs.get("burst") or kwargs.get("max_jobs"):
                         return worked
                     redis_was_down = not self._wait_for_redis()
                     now = time.monotonic()

@@ -58,6 +58,7 @@ from runs.gateway.registry import (
     revoke_run,
     run_usage,
 )
+from runs.procutil import die_with_parent
 from runs.sandbox.base import ExecResult, Limits, Sandbox, SandboxError, get_backend
 from runs.sandbox.images import agents as agent_images
 from runs.sandbox.paths import FileSpec, sandbox_path
@@ -111,6 +112,8 @@ def gateway_process(redis_url: str, prefix: str = DEFAULT_PREFIX, startup_s: flo
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        # A worker killed with SIGKILL runs no ``finally``: without this its gateway lives on.
+        preexec_fn=die_with_parent,
     )
     assert proc.stderr is not None
     stderr = proc.stderr

@@ -28,6 +28,7 @@ from django.db import transaction
 
 from runs.campaigns import CampaignError, campaign_params, reconcile, start_campaign
 from runs.models import AgentFramework, Campaign, CampaignKind, Matrix, ModelEndpoint, SystemUnderTest
+from runs.procutil import die_with_parent
 from runs.suite_stats import SUITE_KINDS
 
 
@@ -277,18 +278,10 @@ def start_workers(count: int) -> list[subprocess.Popen[bytes]]:
                 [sys.executable, str(manage), "rqworker", settings.RUNS_QUEUE, "--verbosity", "0"],
                 env={**os.environ},
                 stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent,  # a single prctl call: safe between fork and exec
+                preexec_fn=die_with_parent,
             )
         )
     return procs
-
-
-def _die_with_parent() -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_set_pdeathsig = 1
-    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:
