@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import close_old_connections, connections, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from pool import verify
@@ -80,12 +81,20 @@ def seed_paths(seed: dict[str, Any]) -> list[str]:
 def materialize_stage(pool: PoolVersion, lib: LibrarySnapshot, progress: Progress) -> int:
     """Create the candidate rows (skipped when they exist: the enumeration is deterministic)."""
     total = len(lib.archetypes) * len(lib.modes) * len(lib.skeletons) * len(lib.seeds)
-    existing = pool.candidates.count()
-    sample = pool.candidates.exclude(scenario=None).values_list("scenario__format", flat=True).first()
+    existing = pool.candidates.originals().count()
+    sample = pool.candidates.originals().exclude(scenario=None).values_list("scenario__format", flat=True).first()
     if existing == total and sample == FORMAT_VERSION:
         progress("materialise", total, total)
         return total
-    pool.candidates.all().delete()
+    try:
+        # Twins go too: they are built from these candidates (twin_of cascades).
+        pool.candidates.all().delete()
+    except ProtectedError:
+        raise ValueError(
+            f"pool {pool.pk} must be materialised again (its candidates are missing or of an older "
+            "format), but campaign runs use its scenarios: build a new pool with another --seed, "
+            "or delete those campaigns first"
+        ) from None
     rows: list[Candidate] = []
     done = 0
     stream = enumerate_candidates(
@@ -128,7 +137,7 @@ def dedup_stage(pool: PoolVersion) -> tuple[int, int]:
     """Mark later candidates with an already-seen digest as duplicates; return (before, after)."""
     first: dict[str, int] = {}
     dupes: list[Candidate] = []
-    rows = pool.candidates.order_by("position").values_list("id", "digest", "status")
+    rows = pool.candidates.originals().order_by("position").values_list("id", "digest", "status")
     for pk, digest, status in rows.iterator():
         if digest in first:
             if status != Candidate.Status.DUPLICATE:
@@ -136,12 +145,12 @@ def dedup_stage(pool: PoolVersion) -> tuple[int, int]:
         else:
             first[digest] = pk
     Candidate.objects.bulk_update(dupes, ["duplicate_of", "status"], batch_size=BATCH)
-    total = pool.candidates.count()
-    return total, total - pool.candidates.filter(status=Candidate.Status.DUPLICATE).count()
+    total = pool.candidates.originals().count()
+    return total, total - pool.candidates.originals().filter(status=Candidate.Status.DUPLICATE).count()
 
 
 def static_stage(pool: PoolVersion, lib: LibrarySnapshot, progress: Progress) -> None:
-    pending = pool.candidates.filter(status=Candidate.Status.PENDING)
+    pending = pool.candidates.originals().filter(status=Candidate.Status.PENDING)
     total = pending.count()
     done = 0
     paths_of_seed = {sid: seed_paths(s) for sid, s in lib.seeds.items()}
@@ -296,8 +305,10 @@ def execute_stage(
         # Only ids and ranks here: the scenarios of the thousands of waiting candidates stay in
         # the database until a wave needs them.
         waiting: dict[tuple[str, str], list[tuple[str, int, int]]] = defaultdict(list)
-        rows = pool.candidates.filter(status=Candidate.Status.STATIC_PASSED).values_list(
-            "id", "position", "archetype", "consent", "digest"
+        rows = (
+            pool.candidates.originals()
+            .filter(status=Candidate.Status.STATIC_PASSED)
+            .values_list("id", "position", "archetype", "consent", "digest")
         )
         for pk, position, arch, consent, digest in rows.iterator():
             waiting[(arch, consent)].append((_rank_key(pool.pool_seed, digest), position, pk))
@@ -305,7 +316,7 @@ def execute_stage(
         if exhaustive:
             chosen = [item for items in waiting.values() for item in items]
         else:
-            verified = Counter(pool.candidates.verified().values_list("archetype", "consent"))
+            verified = Counter(pool.candidates.originals().verified().values_list("archetype", "consent"))
             for cell, items in waiting.items():
                 short = quota - verified[cell]
                 if short > 0:
@@ -323,7 +334,7 @@ def execute_stage(
         if exhaustive:
             break
     stats["wall_seconds"] = time.perf_counter() - started
-    stats["awaiting_execution"] = pool.candidates.filter(status=Candidate.Status.STATIC_PASSED).count()
+    stats["awaiting_execution"] = pool.candidates.originals().filter(status=Candidate.Status.STATIC_PASSED).count()
     return stats
 
 
@@ -350,7 +361,9 @@ def _rank_key(pool_seed: int, digest: str) -> str:
 def select_stage(pool: PoolVersion, cells: list[tuple[str, str]]) -> dict[str, Any]:
     """Balanced deterministic selection: water-fill the cells one scenario at a time."""
     verified: dict[tuple[str, str], list[tuple[str, int, str]]] = defaultdict(list)
-    for pk, arch, consent, digest in pool.candidates.verified().values_list("id", "archetype", "consent", "digest"):
+    for pk, arch, consent, digest in (
+        pool.candidates.originals().verified().values_list("id", "archetype", "consent", "digest")
+    ):
         verified[(arch, consent)].append((_rank_key(pool.pool_seed, digest), pk, digest))
     for items in verified.values():
         items.sort()
@@ -370,7 +383,7 @@ def select_stage(pool: PoolVersion, cells: list[tuple[str, str]]) -> dict[str, A
         if not progressed:
             break
     with transaction.atomic():
-        pool.candidates.filter(pool_rank__isnull=False).update(pool_rank=None)
+        pool.candidates.originals().filter(pool_rank__isnull=False).update(pool_rank=None)
         Candidate.objects.bulk_update(
             [Candidate(id=pk, pool_rank=rank) for rank, (pk, _) in enumerate(chosen)], ["pool_rank"], batch_size=BATCH
         )
@@ -430,11 +443,14 @@ def build_pool(
 
     passes = {name: 0 for name in verify.CHECKS}
     for checks in (
-        pool.candidates.exclude(status=Candidate.Status.DUPLICATE).values_list("checks", flat=True).iterator()
+        pool.candidates.originals()
+        .exclude(status=Candidate.Status.DUPLICATE)
+        .values_list("checks", flat=True)
+        .iterator()
     ):
         for name, result in (checks or {}).items():
             passes[name] += bool(result.get("passed"))
-    statuses = Counter(pool.candidates.values_list("status", flat=True))
+    statuses = Counter(pool.candidates.originals().values_list("status", flat=True))
     report = {
         "candidates": before,
         "after_dedup": after,

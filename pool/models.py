@@ -512,6 +512,10 @@ class CandidateQuerySet(models.QuerySet["Candidate"]):
     def verified(self) -> CandidateQuerySet:
         return self.filter(status=Candidate.Status.VERIFIED)
 
+    def originals(self) -> CandidateQuerySet:
+        """The pool's own candidates, without the consent-stripped twins built beside them."""
+        return self.filter(variant="kept")
+
 
 class Candidate(models.Model):
     """One archetype × consent × skeleton × seed combination, materialised and checked.

@@ -62,6 +62,9 @@ stop_all() {
   cleanup
 }
 trap stop_all EXIT
+# Ctrl-C: background jobs of a script ignore SIGINT (daphne keeps that), and bash would wait for
+# them; trapping it makes `wait` return and the EXIT trap stop everything with SIGTERM.
+trap 'exit 130' INT TERM
 # Their logs go to files so the campaigns' progress bars stay readable here.
 for i in $(seq 1 "${DEMO_WORKERS:-2}"); do
   $PY manage.py rqworker --verbosity 0 >"var/worker-demo-$i.log" 2>&1 &

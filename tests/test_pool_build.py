@@ -123,3 +123,36 @@ def test_loading_changed_libraries_warns_about_existing_pools(small_library, cap
     call_command("load_libraries", "--dir", str(small_library))
     out = capsys.readouterr().out
     assert f"The libraries changed after pool {pool.pk} was built" in out
+
+
+def test_building_again_after_twins_keeps_the_pool_and_its_twins(small_library):
+    # Found in a second `make demo`: the twins sit in the pool's candidate table, so the builder
+    # counted them, found "more candidates than combinations" and tried to materialise again.
+    from pool.twins import build_twins
+
+    first = build_pool(pool_seed=3, target_size=10, workers=2, backend="bwrap")
+    build_twins(first, workers=2, backend="bwrap")
+    twins = set(first.candidates.filter(variant="stripped").values_list("pk", "status"))
+    assert twins
+    order = list(first.candidates.in_pool().values_list("key", flat=True))
+
+    again = build_pool(pool_seed=3, target_size=10, workers=2, backend="bwrap")
+    assert again.pk == first.pk and again.digest == first.digest
+    assert again.report["execution"]["executed"] == 0 and again.report["candidates"] == 2 * 5 * 2 * 2
+    assert list(again.candidates.in_pool().values_list("key", flat=True)) == order
+    assert set(again.candidates.filter(variant="stripped").values_list("pk", "status")) == twins
+
+
+def test_a_pool_whose_scenarios_runs_use_is_never_materialised_again(small_library):
+    from runs.models import Run
+    from tests.dashboard import factories
+
+    pool = build_pool(pool_seed=3, target_size=10, workers=2, backend="bwrap")
+    used = pool.candidates.in_pool().first()
+    assert used is not None
+    # A run row, not a started campaign: nothing may be enqueued on the shared Redis from here.
+    Run.objects.create(campaign=factories.campaign("uses-the-pool"), round=1, slot=0, scenario=used)
+    Candidate.objects.filter(pool=pool).exclude(pk=used.pk).order_by("position").first().delete()  # incomplete now
+    with pytest.raises(ValueError, match="campaign runs use its scenarios: build a new pool with another --seed"):
+        build_pool(pool_seed=3, target_size=10, workers=2, backend="bwrap")
+    assert Candidate.objects.filter(pool=pool).count() == 2 * 5 * 2 * 2 - 1
