@@ -318,6 +318,7 @@ def matrix_campaigns(matrix: Matrix) -> list[Campaign]:
         .only(
             "pk",
             "name",
+            "kind",  # budget reads it (a paired campaign asks for 2 runs per pair)
             "status",
             "params",
             "scored",
