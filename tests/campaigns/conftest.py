@@ -26,6 +26,7 @@ from django.db import connection
 
 from pool.models import PoolVersion
 from runs.models import AgentFramework, ModelEndpoint, SystemUnderTest
+from runs.procutil import die_with_parent
 from tests.campaigns.poolcache import verified_pool
 
 MANAGE = Path(settings.BASE_DIR) / "manage.py"
@@ -122,9 +123,7 @@ class Workers:
 
 def _die_with_test() -> None:
     """A killed pytest must not leave workers behind (they would hold the test database open)."""
-    import ctypes
-
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    die_with_parent(signal.SIGKILL)
 
 
 def _children(pid: int) -> list[int]:

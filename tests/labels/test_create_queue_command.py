@@ -46,6 +46,6 @@ def test_an_unknown_campaign_or_one_without_non_action_runs_creates_nothing():
         _run("q", "--campaign", "nope")
     with pytest.raises(CommandError, match="no scored non-action runs"):
         _run("q", "--campaign", "busy")
-    with pytest.raises(CommandError, match="--overlap-share must be between 0 and 1"):
+    with pytest.raises(CommandError, match="--overlap-share: a share between 0 and 1"):
         _run("q", "--overlap-share", "2")
     assert not ValidationQueue.objects.exists()

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from labels import queues
+from labels.admin import ValidationQueueForm
 from labels.models import ValidationQueue
 from runs.models import Campaign
 
@@ -49,25 +50,30 @@ class Command(BaseCommand):
         if existing is not None:
             self.stdout.write(f"queue {name!r} exists ({existing.items.count()} runs); left as it is")
             return
-        if not 1 <= options["overlap"] <= 10:
-            raise CommandError("--overlap must be between 1 (no overlap) and 10")
-        if not 0.0 <= options["overlap_share"] <= 1.0:
-            raise CommandError("--overlap-share must be between 0 and 1 (0.2 = one run in five)")
-        if options["size"] is not None and options["size"] < 1:
-            raise CommandError("--size must be at least 1 (leave it out for every candidate)")
         campaigns = self._campaigns(options["campaign"])
-        with transaction.atomic():
-            queue = ValidationQueue.objects.create(
-                name=name,
-                description=options["description"],
-                stratify=options["stratify"],
-                allocation=options["allocation"],
-                size=options["size"],
-                overlap=options["overlap"],
-                overlap_share=options["overlap_share"],
-                seed=options["seed"],
+        # The admin's form: the same checks (ranges, runs to sample) and the same messages.
+        form = ValidationQueueForm(
+            data={
+                "name": name,
+                "description": options["description"],
+                "active": True,
+                "campaigns": [c.pk for c in campaigns],
+                "stratify": options["stratify"],
+                "allocation": options["allocation"],
+                "size": options["size"] if options["size"] is not None else "",
+                "overlap": options["overlap"],
+                "overlap_share": options["overlap_share"],
+                "seed": options["seed"],
+            }
+        )
+        if not form.is_valid():
+            problems = "; ".join(
+                ("" if field == "__all__" else f"--{field.replace('_', '-')}: ") + " ".join(str(e) for e in errors)
+                for field, errors in form.errors.items()
             )
-            queue.campaigns.set(campaigns)
+            raise CommandError(f"queue {name!r} not created: {problems}")
+        with transaction.atomic():
+            queue = form.save()
             try:
                 count = queues.build(queue)
             except queues.QueueError as exc:
