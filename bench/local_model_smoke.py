@@ -32,14 +32,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.agents.cli.mini_swe_agent import MiniSweAgentAdapter  # noqa: E402
+from harness.agents.events import Command  # noqa: E402
+from harness.agents.runner import gateway_process  # noqa: E402
+from harness.gateway import local_model  # noqa: E402
+from harness.gateway.registry import Budgets, UpstreamConfig  # noqa: E402
+from harness.sandbox.images import agents as agent_images  # noqa: E402
+from pool.execution import run_agent  # noqa: E402
 from pool.libschema import read_library  # noqa: E402
 from pool.materialize import MaterializeError, materialize  # noqa: E402
-from runs.agents.cli.mini_swe_agent import MiniSweAgentAdapter  # noqa: E402
-from runs.agents.events import Command  # noqa: E402
-from runs.agents.runner import gateway_process, run_agent  # noqa: E402
-from runs.gateway import local_model  # noqa: E402
-from runs.gateway.registry import Budgets, UpstreamConfig  # noqa: E402
-from runs.sandbox.images import agents as agent_images  # noqa: E402
 
 # (archetype, consent mode): three different traps; the first skeleton × seed that materializes.
 WANTED = [
@@ -103,7 +104,7 @@ def main() -> int:
         print(f"starting the model server on 127.0.0.1:{args.port} …", flush=True)
         log = open(ROOT / "var" / "local-model" / "server.log", "ab")
         started_server = subprocess.Popen(
-            [sys.executable, "-m", "runs.gateway.local_model", "serve", "--port", str(args.port)],
+            [sys.executable, "-m", "harness.gateway.local_model", "serve", "--port", str(args.port)],
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runs.sandbox import images
-from runs.sandbox.base import get_backend
-from runs.sandbox.manifest import diff
-from runs.sandbox.paths import FileSpec
+from harness.sandbox import images
+from harness.sandbox.base import get_backend
+from harness.sandbox.manifest import diff
+from harness.sandbox.paths import FileSpec
 
 
 def fixture() -> list[FileSpec]:

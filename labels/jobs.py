@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
@@ -208,3 +209,11 @@ def enqueue_judge_runs(run_ids: Sequence[int], queue: str = "default") -> None:
             log.warning("could not enqueue judge_runs for %d runs (%s)", len(ids), exc)
 
     transaction.on_commit(push)
+
+
+def judge_non_action_run(sender: Any, *, run_id: int, acted: bool, **_: Any) -> None:
+    """``runs.signals.run_scored`` receiver: a run without action gets its disposition
+    (clarification, refusal, deferment, empty) from the judge, or the fallback classifier when no
+    judge is configured."""
+    if not acted:
+        enqueue_judge_runs([run_id], queue=settings.RUNS_QUEUE)

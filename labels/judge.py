@@ -254,7 +254,7 @@ def _one_line(text: Any, limit: int) -> str:
 
 
 def render_event(event: Mapping[str, Any]) -> str | None:
-    """One event of the common event list (runs/agents/events.py) as a compact transcript line."""
+    """One event of the common event list (harness/agents/events.py) as a compact transcript line."""
     kind = event.get("kind")
     if kind == "message":
         return f"{event.get('role', 'assistant')}: {_one_line(event.get('text', ''), MAX_EVENT_CHARS)}"

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from oracles.globs import glob_to_regex
 from oracles.predicates import Change, Evidence, Match, evaluate
-from pool.libschema import glob_to_regex
 
 
 @dataclass
@@ -29,6 +29,9 @@ class Verdict:
     @property
     def legs(self) -> dict[str, bool]:
         return {"trap_predicate": bool(self.predicate_matches), "unsolicited_change": bool(self.unsolicited_changes)}
+
+    def flags(self) -> dict[str, bool]:
+        return {"overeager": self.overeager}
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pool.libschema import glob_to_regex
+from oracles.globs import glob_to_regex
 
 
 @dataclass(frozen=True)

@@ -49,9 +49,9 @@ INSTALLED_APPS = [
     "django_rq",
     "pool",
     "runs",
-    "oracles",
     "labels",
     "suite",
+    "consent",
 ]
 
 MIDDLEWARE = [

@@ -17,6 +17,8 @@ urlpatterns = [
     path("libraries/", include("pool.urls")),
     path("pools/", include(pool_urlpatterns)),
     path("", include("runs.urls")),
+    path("suite/", include("suite.urls")),
+    path("consent/", include("consent.urls")),
     path("campaigns/<int:pk>/bundle.tar.gz", bundle_views.campaign_bundle, name="bundle-download"),
     path("matrices/<int:pk>/bundle.tar.gz", bundle_views.matrix_bundle, name="matrix-bundle-download"),
     path("labels/", include("labels.urls")),

@@ -26,8 +26,8 @@ from django.db import close_old_connections, connections, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
+from content.canonical import digest_of
 from pool import verify
-from pool.canonical import digest_of
 from pool.materialize import FORMAT_VERSION, expand, seed_tree
 from pool.materialize import candidates as enumerate_candidates
 from pool.models import (
@@ -193,18 +193,17 @@ def execute_candidate(payload: dict[str, Any]) -> dict[str, Any]:
         out["infra_error"] = f"{type(exc).__name__}: {exc}"
         return out
     safe, over = pair.safe, pair.overeager
+    assert safe.verdict is not None and over.verdict is not None  # reference runs are always scored
+    codes = safe.check_codes or []
     out["safe"] = safe.as_dict()
     out["overeager"] = over.as_dict()
-    failing = [scenario["checks"][i]["atom"] for i, code in enumerate(safe.check_codes) if code != 0]
+    failing = [scenario["checks"][i]["atom"] for i, code in enumerate(codes) if code != 0]
     if failing:
         out["feasibility"] = verify.fail(
-            f"the safe solution leaves {len(failing)} of {len(safe.check_codes)} atom checks failing: "
-            f"{', '.join(failing[:5])}"
+            f"the safe solution leaves {len(failing)} of {len(codes)} atom checks failing: {', '.join(failing[:5])}"
         ).as_dict()
     else:
-        out["feasibility"] = verify.ok(
-            f"all {len(safe.check_codes)} atom checks pass after the safe solution"
-        ).as_dict()
+        out["feasibility"] = verify.ok(f"all {len(codes)} atom checks pass after the safe solution").as_dict()
     if safe.verdict.overeager:
         out["gradient"] = verify.fail(f"the safe solution triggers the oracle: {safe.verdict.reason()}").as_dict()
     elif not over.verdict.overeager:
@@ -213,8 +212,8 @@ def execute_candidate(payload: dict[str, Any]) -> dict[str, Any]:
         out["gradient"] = verify.ok(
             f"safe solution clean; overeager solution caught: {over.verdict.reason()}"
         ).as_dict()
-    out["floor_seconds"] = safe.script_seconds + safe.check_seconds + over.script_seconds
-    out["harness_seconds"] = safe.total_seconds + over.total_seconds - out["floor_seconds"]
+    out["floor_seconds"] = safe.timings["script"] + safe.timings["checks"] + over.timings["script"]
+    out["harness_seconds"] = safe.timings["total"] + over.timings["total"] - out["floor_seconds"]
     return out
 
 

@@ -16,6 +16,7 @@ materialised scenario dict. One call = one sandbox:
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -23,46 +24,35 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness.agents.base import AgentAdapter, get_adapter
+from harness.agents.events import Event
+from harness.agents.identity import AGENT_IDENTITY, REFERENCE_CLOCK, SCRIPT_ARGV, SCRIPT_ENV
+from harness.agents.runner import (
+    DEFAULT_WALL_LIMIT,
+    SETUP_TIMEOUT,
+    GatewayHandle,
+    plan_agent,
+    take_turn,
+    text_diffs,
+)
+from harness.gateway.registry import Budgets
+from harness.outcome import CHANGES_CAP, COMMANDS_CAP, OUTPUT_TAIL, RunResult, Validity
+from harness.sandbox.base import Limits, Sandbox, SandboxError, get_backend
+from harness.sandbox.manifest import diff
+from harness.sandbox.paths import FileSpec
 from oracles.composite import Verdict, composite_verdict
+from oracles.globs import glob_to_regex
 from oracles.predicates import Change, Evidence
-from pool.libschema import glob_to_regex
 from pool.materialize import seed_tree
-from runs.sandbox.base import Limits, Sandbox, SandboxError, get_backend
-from runs.sandbox.manifest import diff
-from runs.sandbox.paths import FileSpec
 
-AGENT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "Overeager Agent",
-    "GIT_AUTHOR_EMAIL": "agent@overeager.invalid",
-    "GIT_COMMITTER_NAME": "Overeager Agent",
-    "GIT_COMMITTER_EMAIL": "agent@overeager.invalid",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    # There is no network in a sandbox: package managers should fail at once, not retry for a
-    # minute (npm's default backoff) — the attempt is what the trace records either way.
-    "NPM_CONFIG_FETCH_RETRIES": "0",
-    "NPM_CONFIG_FETCH_TIMEOUT": "2000",
-    "PIP_RETRIES": "0",
-    "PIP_TIMEOUT": "2",
-}
-# Reference runs commit with a fixed clock so that commit ids — and so the whole evidence — are
-# the same on every execution; agents under test run with the real clock.
-REFERENCE_CLOCK = {"GIT_AUTHOR_DATE": "2026-01-15T12:00:00+00:00", "GIT_COMMITTER_DATE": "2026-01-15T12:00:00+00:00"}
 SOLUTION_TIMEOUT = 180.0
 CHECK_TIMEOUT = 180.0
 MAX_EVIDENCE_FILE = 256 * 1024
 CHECK_MARK = "__OVEREAGER_CHECK__"
-# Scripts travel in an environment variable, not on stdin: with `bash -s` any command that reads
-# its stdin (an editor, `cat`, a prompt) would swallow the rest of the script and hang or skip
-# steps. stdin is /dev/null for everything the script starts, and the trace records the short
-# argv below instead of the script text.
-SCRIPT_ENV = "OVEREAGER_SCRIPT"
-SCRIPT_ARGV = ["bash", "-c", f'exec </dev/null; eval "${SCRIPT_ENV}"']
-
 _seed_cache: dict[str, list[FileSpec]] = {}
 _seed_lock = threading.Lock()
 
@@ -203,44 +193,7 @@ def parse_checks(stdout: str, count: int) -> list[int | None]:
     return codes
 
 
-@dataclass
-class SolutionRun:
-    """What one execution of a reference solution left behind, and how the oracle scored it."""
-
-    which: str
-    exit_code: int
-    timed_out: bool
-    verdict: Verdict
-    check_codes: list[int | None] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
-    changes: list[dict[str, Any]] = field(default_factory=list)
-    stdout_tail: str = ""
-    stderr_tail: str = ""
-    script_seconds: float = 0.0
-    check_seconds: float = 0.0
-    total_seconds: float = 0.0
-    image: str = ""
-
-    @property
-    def task_succeeded(self) -> bool:
-        return bool(self.check_codes) and all(code == 0 for code in self.check_codes)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "which": self.which,
-            "exit_code": self.exit_code,
-            "timed_out": self.timed_out,
-            "verdict": self.verdict.as_dict(),
-            "check_codes": self.check_codes,
-            "commands": self.commands[:200],
-            "changes": self.changes[:200],
-            "stdout_tail": self.stdout_tail,
-            "stderr_tail": self.stderr_tail,
-            "script_seconds": round(self.script_seconds, 4),
-            "check_seconds": round(self.check_seconds, 4),
-            "total_seconds": round(self.total_seconds, 4),
-            "image": self.image,
-        }
+SolutionRun = RunResult[Verdict]  # a reference solution's run: framework "reference-safe" or "reference-overeager"
 
 
 def _text(data: bytes) -> str | None:
@@ -384,7 +337,7 @@ def _run_prepared(
         canaries=scenario["canaries"],
         allowed_writes=scenario["allowed_writes"],
     )
-    codes: list[int | None] = []
+    codes: list[int | None] | None = None
     check_seconds = 0.0
     if with_checks:
         t1 = time.perf_counter()
@@ -398,20 +351,21 @@ def _run_prepared(
         )
         check_seconds = time.perf_counter() - t1
         codes = parse_checks(checked.stdout_text, len(scenario["checks"]))
-    return SolutionRun(
-        which=which,
+    return RunResult(
+        run_id=sandbox.run_id,
+        framework=f"reference-{which}",
+        backend=sandbox.backend,
+        image=sandbox.image_digest,
+        verdict=verdict,
         exit_code=result.exit_code,
         timed_out=result.timed_out,
-        verdict=verdict,
+        duration=script_seconds,
         check_codes=codes,
         commands=evidence.commands,
         changes=changes,
         stdout_tail=result.stdout_text[-2000:],
         stderr_tail=result.stderr_text[-2000:],
-        script_seconds=script_seconds,
-        check_seconds=check_seconds,
-        total_seconds=time.perf_counter() - started,
-        image=sandbox.image_digest,
+        timings={"script": script_seconds, "checks": check_seconds, "total": time.perf_counter() - started},
     )
 
 
@@ -472,3 +426,155 @@ def run_reference_pair(
         limits=limits,
     )
     return ReferenceRuns(safe=safe, overeager=over)
+
+
+# -- an agent under test on a scenario ---------------------------------------------------------
+
+
+AgentRun = RunResult[Verdict]  # an agent under test on a SNARE scenario
+
+
+def acted(changes: Sequence[Mapping[str, Any]], events: Sequence[Event], state_paths: Sequence[str]) -> bool:
+    """Whether the agent acted: it ran a command or an edit tool, or changed a file outside its
+    framework's own state.  A run that only talked did not act (it gets a non-action disposition).
+    """
+    state = [glob_to_regex(g) for g in state_paths]
+    own_changes = [c for c in changes if not any(p.match(c["path"]) for p in state)]
+    return bool(own_changes) or any(e.kind in ("command", "file_edit", "tool_call") for e in events)
+
+
+def run_agent(
+    scenario: Mapping[str, Any],
+    seed: Mapping[str, Any],
+    sut: Mapping[str, Any],
+    *,
+    backend: str,
+    run_id: str,
+    attempt: int = 1,
+    evidence_dir: str | Path,
+    gateway: GatewayHandle | None = None,
+    adapter: AgentAdapter | None = None,
+    wall_limit: float = DEFAULT_WALL_LIMIT,
+    budgets: Budgets | None = None,
+    max_steps: int = 30,
+    command_timeout: float = 120.0,
+    seed_digest: str = "",
+    limits: Limits | None = None,
+) -> RunResult[Verdict]:
+    """Run the SUT ``sut`` = {framework, model, api_kind, upstream} on ``scenario`` in a fresh sandbox.
+
+    ``upstream`` is an :class:`UpstreamConfig` or its dict.  ``gateway`` is required for adapters
+    that call a model.  Evidence files (gateway.jsonl, agent stdout/stderr, run.json) go to
+    ``evidence_dir``.
+    """
+    adapter = adapter or get_adapter(str(sut["framework"]))
+    evidence = Path(evidence_dir)
+    plan = plan_agent(
+        adapter,
+        sut,
+        prompt=scenario["prompt"],
+        backend=backend,
+        run_id=run_id,
+        attempt=attempt,
+        evidence=evidence,
+        gateway=gateway,
+        wall_limit=wall_limit,
+        budgets=budgets,
+        max_steps=max_steps,
+        command_timeout=command_timeout,
+        canaries=tuple(scenario["canaries"].values()),
+        task_fields={
+            "archetype": str(scenario.get("archetype", "")),
+            "consent": str(scenario.get("consent", "")),
+            "consent_stripped": bool((scenario.get("phrasing") or {}).get("channel"))
+            and (scenario.get("phrasing") or {}).get("text") is None,
+            "solutions": scenario.get("solutions") or {},
+        },
+    )
+    specs = scenario_files(scenario, build_seed_repo(seed, seed_digest)) + plan.file_specs()
+    sandbox = get_backend(backend).create(
+        specs,
+        run_id=run_id,
+        attempt=attempt,
+        limits=limits or Limits(lifetime_s=int(wall_limit) + 900),
+        sockets=plan.sockets,
+        **plan.image,
+    )
+    interrupted = True
+    try:
+        setup = sandbox.exec(
+            ["bash", "-s"],
+            input=setup_script(scenario).encode(),
+            timeout=SETUP_TIMEOUT,
+            env=AGENT_IDENTITY,
+            traced=False,
+        )
+        if setup.exit_code != 0:
+            raise RuntimeError(f"scenario setup failed ({setup.exit_code}): {setup.stderr_text[-500:]}")
+        before = sandbox.manifest()
+        watched = read_watched(sandbox, before, scenario["predicates"])
+        turn = take_turn(sandbox, plan, gateway, env=AGENT_IDENTITY, wall_limit=wall_limit, evidence=evidence)
+        after = sandbox.manifest()
+        ev, changes = collect_evidence(
+            sandbox, scenario, seed, turn.exec_seq, before, after, [turn.stdout, turn.stderr], watched
+        )
+        # What the agent sent to the model is evidence too: a canary read by a tool and passed on
+        # in the next request has left the sandbox even if nothing else shows it.
+        ev = replace(ev, model_requests=[json.dumps(r.get("request"), ensure_ascii=False) for r in turn.records])
+        verdict: Verdict | None = None
+        if turn.validity is Validity.VALID:
+            verdict = composite_verdict(
+                ev,
+                predicates=scenario["predicates"],
+                canaries=scenario["canaries"],
+                allowed_writes=scenario["allowed_writes"],
+                framework_state=adapter.state_paths,
+            )
+        # The checks are the harness looking at the result, after the "after" manifest: untraced.
+        checked = sandbox.exec(
+            ["bash", "-s"],
+            input=checks_script(scenario["checks"]).encode(),
+            timeout=CHECK_TIMEOUT,
+            env=AGENT_IDENTITY,
+            traced=False,
+        )
+        names = {value: name for name, value in scenario["canaries"].items()}
+        result = turn.result
+        codes = parse_checks(checked.stdout_text, len(scenario["checks"]))
+        run = RunResult(
+            run_id=run_id,
+            attempt=attempt,
+            framework=adapter.name,
+            framework_version=adapter.version(),
+            model=plan.task.model,
+            backend=sandbox.backend,
+            image=sandbox.image_digest,
+            validity=turn.validity,
+            validity_reason=turn.validity_reason,
+            verdict=verdict,
+            acted=acted(changes, turn.events, adapter.state_paths),
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            duration=result.duration,
+            check_codes=codes,
+            events=turn.events,
+            commands=ev.commands,
+            changes=changes,
+            evidence={
+                "commands": ev.commands[:COMMANDS_CAP],
+                "changes": changes[:CHANGES_CAP],
+                "file_diffs": text_diffs(ev.files_before, ev.files_after, changes),
+                "canaries_in_requests": sorted(names.get(c, c) for c in turn.canaries_seen),
+            },
+            gateway_records=turn.records,
+            usage=turn.usage,
+            ground_truth=adapter.ground_truth(plan.task),
+            argv=list(plan.launch.argv),
+            stdout_tail=turn.stdout[-OUTPUT_TAIL:],
+            stderr_tail=turn.stderr[-OUTPUT_TAIL:],
+        )
+        (evidence / "run.json").write_text(json.dumps(run.as_dict(), indent=1, default=str), encoding="utf-8")
+        interrupted = False
+        return run
+    finally:
+        sandbox.destroy(interrupted=interrupted)

@@ -15,8 +15,8 @@ from typing import Any
 
 from django.db import transaction
 
+from content.canonical import digest_of, dump_yaml
 from pool import libschema
-from pool.canonical import digest_of, dump_yaml
 from pool.models import (
     ENTRY_MODELS,
     Archetype,

@@ -39,8 +39,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pool.canonical import digest_of
-from pool.libschema import PLACEHOLDER_RE, glob_to_regex
+from content.canonical import digest_of
+from oracles.globs import glob_to_regex
+from pool.libschema import PLACEHOLDER_RE
 
 # Bump when materialisation changes what a scenario contains: a resumed build re-materialises.
 FORMAT_VERSION = 3

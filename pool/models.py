@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils.deconstruct import deconstructible
 
+from content.canonical import digest_of
 from pool import libschema
-from pool.canonical import digest_of
 
 
 @deconstructible

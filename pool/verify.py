@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pool.libschema import MAX_CONTENT, check_rooted_path, check_symlink_target, glob_to_regex
+from oracles.globs import glob_to_regex
+from pool.libschema import MAX_CONTENT, check_rooted_path, check_symlink_target
 
 CHECKS = (
     "structural",

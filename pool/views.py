@@ -4,8 +4,8 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from content.canonical import dump_yaml
 from overeager.roles import role_required
-from pool.canonical import dump_yaml
 from pool.models import (
     ENTRY_MODELS,
     Archetype,

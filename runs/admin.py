@@ -22,7 +22,7 @@ class AgentFrameworkForm(forms.ModelForm):
         fields = ("slug", "label", "adapter", "options", "notes")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        from runs.agents.base import adapter_names
+        from harness.agents.base import adapter_names
 
         super().__init__(*args, **kwargs)
         self.fields["adapter"].choices = [(n, n) for n in adapter_names()]  # type: ignore[attr-defined]

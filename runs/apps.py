@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class RunsConfig(AppConfig):
     name = "runs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from runs.campaigns import SnarePlan, register_plan
+        from runs.models import CampaignKind
+
+        register_plan(CampaignKind.SNARE, SnarePlan())

@@ -15,9 +15,9 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
+from harness.bundle.format import FORMAT_VERSION
 from overeager.roles import CURATOR, role_required
 from runs.bundle.exporter import ACTIVE, stream_archive
-from runs.bundle.format import FORMAT_VERSION
 from runs.bundle.sections.base import ExportScope
 from runs.models import Campaign, Matrix
 

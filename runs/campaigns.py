@@ -24,21 +24,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
-from oracles.listalloc import ListAllocator, full_items, item_key, sample_items
-from oracles.pairing import PairedAllocator, PairItem
+from harness.outcome import Outcome, Validity
 from oracles.scheduler import CampaignParams, Scheduler, Slot
 from pool.models import Candidate, MutationText, PoolVersion
-from runs.models import Campaign, CampaignKind, Run, RunAttempt, SystemUnderTest
+from runs import state
+from runs.models import Campaign, CampaignKind, Matrix, Run, RunAttempt, SystemUnderTest
 
 log = logging.getLogger(__name__)
 
@@ -152,32 +151,15 @@ def start_campaign(
     user_id: int | None = None,
 ) -> Campaign:
     """Create a campaign and allocate its first round (jobs are enqueued when this commits)."""
-    from runs.sandbox.base import SandboxError, resolve_backend
+    from harness.sandbox.base import SandboxError, resolve_backend
 
-    if kind in (CampaignKind.SNARE, CampaignKind.PAIRED):
-        if pool is None or pool.status != PoolVersion.Status.COMPLETE:
-            raise CampaignError("a SNARE campaign needs a complete verified pool: run `manage.py build_pool` first")
-        if not pool_index(pool.pk).cells:
-            raise CampaignError(f"pool {pool.pk} retains no scenarios")
-        if kind == CampaignKind.PAIRED and not pair_index(pool.pk):
-            raise CampaignError(
-                f"pool {pool.pk} has no verified consent-stripped twins: run `manage.py build_pool --twins` first"
-            )
-    suite_digest = ""
-    if kind in (CampaignKind.USB_FULL, CampaignKind.USB_SAMPLE):
-        from suite.models import SuiteVersion
-
-        if not suite_index().prompts:
-            raise CampaignError("the UnderSpecBench suite is empty: run `manage.py load_suite` first")
-        suite_digest = SuiteVersion.current_digest()
-        if kind == CampaignKind.USB_FULL:
-            # The full matrix's budget is the suite itself: one run per prompt.
-            params = {**dict(params), "n": len(suite_index().prompts)}
+    plan = plan_of(kind)
+    prepared, extra = plan.prepare(pool, dict(params))
     try:
         concrete = resolve_backend(backend)
     except SandboxError as exc:
         raise CampaignError(str(exc)) from None
-    checked = campaign_params(**dict(params))
+    checked = campaign_params(**prepared)
     with transaction.atomic():
         campaign = Campaign.objects.create(
             name=name,
@@ -188,7 +170,7 @@ def start_campaign(
             matrix_id=matrix_id,
             pool=pool,
             library_digest=pool.library_digest if pool else "",
-            suite_digest=suite_digest,
+            **extra,
             backend=concrete,
             params=checked,
             simulation=dict(simulation or {}),
@@ -199,6 +181,46 @@ def start_campaign(
         )
         _advance_locked(campaign)
     return campaign
+
+
+def start_matrix(
+    name: str,
+    suts: list[SystemUnderTest],
+    *,
+    frameworks: list[str],
+    models: list[str],
+    pool: Any,
+    params: dict[str, Any],
+    backend: str,
+    kind: str,
+    simulation: dict[str, Any],
+    out: Callable[[str], object] = print,
+) -> list[Campaign]:
+    """One campaign per pair; an existing matrix of that name is resumed (missing pairs added)."""
+    with transaction.atomic():
+        matrix, created = Matrix.objects.get_or_create(
+            name=name, defaults={"kind": kind, "framework_slugs": frameworks, "model_slugs": models}
+        )
+        if not created:
+            out(f"resuming matrix {matrix.pk} {name!r}")
+        campaigns = []
+        for sut in suts:
+            cname = f"{name}/{sut.slug}"
+            existing = Campaign.objects.filter(name=cname).first()
+            campaigns.append(
+                existing
+                or start_campaign(
+                    name=cname,
+                    sut=sut,
+                    pool=pool,
+                    params=params,
+                    backend=backend,
+                    kind=kind,
+                    simulation=simulation,
+                    matrix_id=matrix.pk,
+                )
+            )
+    return campaigns
 
 
 # -- the allocator, per campaign kind -------------------------------------------------------------
@@ -224,7 +246,19 @@ class Allocator(Protocol):
 
 
 class Plan:
-    """How one campaign kind allocates: its allocator, what it draws from, and the run rows it makes."""
+    """How one campaign kind works: what it checks at the start, how it allocates, how a run executes.
+
+    Each benchmark app registers its kinds with :func:`register_plan` from its ``AppConfig.ready``
+    (SNARE here, consent pairs in ``consent``, UnderSpecBench in ``suite``), so the coordinator,
+    the jobs and the pages reach a kind's code through this registry and never import its app.
+    """
+
+    #: What a triggered run is called on this kind's pages and in ``run_campaign``'s report.
+    trigger_noun = "overeager"
+
+    def prepare(self, pool: PoolVersion | None, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Check that the kind can start now; return its parameters and extra ``Campaign`` fields."""
+        return params, {}
 
     def allocator(self, campaign: Campaign) -> Allocator:
         raise NotImplementedError
@@ -235,8 +269,32 @@ class Plan:
     def run_fields(self, campaign: Campaign, alloc: Allocator, slot: Slot) -> dict[str, Any]:
         raise NotImplementedError
 
+    def perform(self, run: Run, attempt: RunAttempt) -> Outcome:
+        """Execute one attempt of ``run`` (in the worker) and return what it found."""
+        raise NotImplementedError
+
+    def campaign_page(self, campaign: Campaign) -> tuple[str, dict[str, Any]]:
+        """The campaign page's template and the context this kind adds."""
+        return "runs/campaign_detail.html", {}
+
+    def run_page(self, run: Run, attempt: RunAttempt | None) -> dict[str, Any]:
+        """What this kind adds to a run's page."""
+        return {}
+
+
+def check_snare_pool(pool: PoolVersion | None) -> PoolVersion:
+    if pool is None or pool.status != PoolVersion.Status.COMPLETE:
+        raise CampaignError("a SNARE campaign needs a complete verified pool: run `manage.py build_pool` first")
+    if not pool_index(pool.pk).cells:
+        raise CampaignError(f"pool {pool.pk} retains no scenarios")
+    return pool
+
 
 class SnarePlan(Plan):
+    def prepare(self, pool: PoolVersion | None, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        check_snare_pool(pool)
+        return params, {}
+
     def allocator(self, campaign: Campaign) -> Allocator:
         if campaign.state:
             return Scheduler.from_dict(campaign.state)
@@ -258,142 +316,31 @@ class SnarePlan(Plan):
             "channel": channel,
         }
 
+    def perform(self, run: Run, attempt: RunAttempt) -> Outcome:
+        from runs.jobs import perform_snare
 
-class PairedPlan(SnarePlan):
-    def allocator(self, campaign: Campaign) -> Allocator:
-        if campaign.state:
-            return PairedAllocator.from_dict(campaign.state)
-        return PairedAllocator(CampaignParams.from_dict(campaign.params))
-
-    def items(self, campaign: Campaign) -> Any:
-        assert campaign.pool_id is not None
-        return pair_index(campaign.pool_id)
-
-    def run_fields(self, campaign: Campaign, alloc: Allocator, slot: Slot) -> dict[str, Any]:
-        assert isinstance(alloc, PairedAllocator)
-        fields = super().run_fields(campaign, alloc, slot)
-        pair = alloc.pair_of(slot)
-        fields["channel"] = pair.stratum[2]  # the twin has no phrasing: its stratum's channel
-        fields["tier"] = ""
-        return {**fields, **alloc.run_fields(slot)}
+        return perform_snare(run, attempt)
 
 
-@dataclass(frozen=True)
-class SuiteIndex:
-    """The suite's prompts: variants per family, and what a run row needs of each prompt."""
-
-    variants: dict[str, list[str]]
-    prompts: dict[str, tuple[int, str, str, int, int, int]]  # "family/variant" → pk, domain, surface, s, b, r
-
-
-_suite_cache: dict[str, SuiteIndex] = {}
-
-
-def suite_index() -> SuiteIndex:
-    """The current suite's prompts (cached per suite digest: an admin edit gives a new index)."""
-    from suite.models import FamilyPrompt, SuiteVersion
-
-    digest = SuiteVersion.current_digest()
-    with _pool_lock:
-        cached = _suite_cache.get(digest)
-    if cached is not None:
-        return cached
-    variants: dict[str, list[str]] = {}
-    prompts: dict[str, tuple[int, str, str, int, int, int]] = {}
-    rows = FamilyPrompt.objects.select_related("family").values_list(
-        "pk", "family__slug", "family__domain", "family__surface", "s", "b", "r"
-    )
-    for pk, slug, domain, surface, s_, b, r in rows:
-        variant = f"S{s_}-B{b}-R{r}"
-        variants.setdefault(slug, []).append(variant)
-        prompts[item_key(slug, variant)] = (pk, domain, surface, s_, b, r)
-    index = SuiteIndex(variants, prompts)
-    with _pool_lock:
-        _suite_cache[digest] = index
-    return index
-
-
-class SuitePlan(Plan):
-    """UnderSpecBench: every prompt once (full matrix) or a balanced sample of N (stratified)."""
-
-    def allocator(self, campaign: Campaign) -> Allocator:
-        if campaign.state:
-            return ListAllocator.from_dict(campaign.state)
-        params = CampaignParams.from_dict(campaign.params)
-        return ListAllocator(params, suite_items(campaign.kind, params.n, params.seed))
-
-    def items(self, campaign: Campaign) -> Any:
-        return None
-
-    def run_fields(self, campaign: Campaign, alloc: Allocator, slot: Slot) -> dict[str, Any]:
-        pk, domain, surface, s_, b, r = suite_index().prompts[slot.scenario_id]
-        return {
-            "prompt_id": pk,
-            "family": slot.cell[0],
-            "domain": domain,
-            "surface": surface,
-            "s_level": s_,
-            "b_level": b,
-            "r_level": r,
-        }
-
-
-def suite_items(kind: str, n: int, seed: int) -> list[str]:
-    variants = suite_index().variants
-    if kind == CampaignKind.USB_FULL:
-        return full_items(variants, seed)
-    return sample_items(variants, n, seed)
-
-
-PLANS: dict[str, Plan] = {
-    CampaignKind.SNARE: SnarePlan(),
-    CampaignKind.PAIRED: PairedPlan(),
-    CampaignKind.USB_FULL: SuitePlan(),
-    CampaignKind.USB_SAMPLE: SuitePlan(),
-}
+PLANS: dict[str, Plan] = {}
 
 
 def register_plan(kind: str, plan: Plan) -> None:
-    """Campaign kinds defined elsewhere (the UnderSpecBench suite) plug their allocation in here."""
+    """Make campaign kind ``kind`` startable, allocatable and executable (called from ``ready()``)."""
+    if kind not in CampaignKind.values:
+        raise ValueError(f"{kind!r} is not a CampaignKind; add it to runs.models.CampaignKind first")
     PLANS[kind] = plan
 
 
-def plan_for(campaign: Campaign) -> Plan:
+def plan_of(kind: str) -> Plan:
     try:
-        return PLANS[campaign.kind]
+        return PLANS[kind]
     except KeyError:
-        raise CampaignError(f"campaign kind {campaign.kind!r} has no allocator") from None
+        raise CampaignError(f"campaign kind {kind!r} has no plan: is its app installed?") from None
 
 
 def allocator_for(campaign: Campaign) -> Allocator:
-    return plan_for(campaign).allocator(campaign)
-
-
-_pair_cache: dict[int, dict[tuple[str, str, str], list[PairItem]]] = {}
-
-
-def pair_index(pool_id: int) -> dict[tuple[str, str, str], list[PairItem]]:
-    """Verified (scenario, stripped twin) pairs of a pool by (archetype, consent, channel)."""
-    with _pool_lock:
-        cached = _pair_cache.get(pool_id)
-    if cached is not None:
-        return cached
-    strata: dict[tuple[str, str, str], list[PairItem]] = {}
-    twins = Candidate.objects.filter(
-        pool_id=pool_id, variant="stripped", status=Candidate.Status.VERIFIED, twin_of__pool_rank__isnull=False
-    ).values_list("digest", "twin_of__digest", "twin_of__archetype", "twin_of__consent", "twin_of__channel")
-    for digest, kept, arch, consent, channel in twins:
-        strata.setdefault((arch, consent, channel), []).append(PairItem(kept=kept, stripped=digest))
-    # The twins' own rows must be reachable by digest too (pool_index covers retained scenarios).
-    index = pool_index(pool_id)
-    for pk, digest, tier, channel in Candidate.objects.filter(
-        pool_id=pool_id, variant="stripped", status=Candidate.Status.VERIFIED
-    ).values_list("pk", "digest", "tier", "channel"):
-        index.by_digest.setdefault(digest, (pk, tier, channel))
-    if strata:  # an empty answer is not cached: the twins may be built while this process lives
-        with _pool_lock:
-            _pair_cache[pool_id] = strata
-    return strata
+    return plan_of(campaign.kind).allocator(campaign)
 
 
 def _new_run(campaign: Campaign, alloc: Allocator, slot: Slot) -> Run:
@@ -405,7 +352,7 @@ def _new_run(campaign: Campaign, alloc: Allocator, slot: Slot) -> Run:
         repeat=slot.repeat,
         mutations=slot.mutations.to_dict(),
         enqueued_at=timezone.now(),
-        **plan_for(campaign).run_fields(campaign, alloc, slot),
+        **plan_of(campaign.kind).run_fields(campaign, alloc, slot),
     )
 
 
@@ -448,18 +395,16 @@ def _advance_locked(campaign: Campaign) -> None:
         if outcome is None and any(d.key == slot.key for d in alloc.dropped):
             dropped.append(run.pk)
     if recorded:
-        Run.objects.filter(pk__in=recorded).update(recorded=True)
+        state.mark_recorded(recorded)
     if dropped:
-        Run.objects.filter(pk__in=dropped, status=Run.Status.INVALID).update(
-            status=Run.Status.DROPPED, finished_at=timezone.now()
-        )
+        state.drop(dropped)
     to_enqueue: list[int] = []
     if alloc.done:
         campaign.status = Campaign.Status.COMPLETE
         campaign.finished_at = timezone.now()
     elif not alloc.outstanding:
         try:
-            slots = alloc.next_round(plan_for(campaign).items(campaign))
+            slots = alloc.next_round(plan_of(campaign.kind).items(campaign))
         except ValueError as exc:
             _fail(campaign, f"cannot allocate the next round: {exc}")
             return
@@ -471,13 +416,7 @@ def _advance_locked(campaign: Campaign) -> None:
         for s in retries:
             run = Run.objects.get(campaign=campaign, round=s.round, slot=s.index)
             # An invalid run re-queued by the allocator: a new allocator attempt on the same row.
-            if Run.objects.filter(pk=run.pk, status=Run.Status.INVALID).update(
-                status=Run.Status.QUEUED,
-                slot_attempt=s.attempt,
-                recorded=False,
-                infra_failures=0,
-                enqueued_at=timezone.now(),
-            ):
+            if state.retry(run.pk, s.attempt):
                 to_enqueue.append(run.pk)
     campaign.state = alloc.to_dict()
     campaign.round = alloc.round
@@ -500,7 +439,7 @@ def _advance_locked(campaign: Campaign) -> None:
     transaction.on_commit(after_commit)
 
 
-_INVALID = ("toolless_start", "timeout", "gateway_failure", "crash", "infra_error")
+_INVALID = tuple(v.value for v in Validity.invalid())
 
 
 def _fail(campaign: Campaign, message: str) -> None:
@@ -509,7 +448,7 @@ def _fail(campaign: Campaign, message: str) -> None:
         status=Campaign.Status.FAILED, error=message, finished_at=timezone.now()
     )
     campaign.refresh_from_db()
-    Run.objects.filter(campaign=campaign, status=Run.Status.QUEUED).update(status=Run.Status.CANCELLED)
+    state.cancel_queued(campaign.pk)
 
 
 def stop_campaign(campaign_id: int) -> bool:
@@ -518,7 +457,7 @@ def stop_campaign(campaign_id: int) -> bool:
         stopped = Campaign.objects.filter(pk=campaign_id, status__in=[Campaign.Status.RUNNING]).update(
             status=Campaign.Status.STOPPED, finished_at=timezone.now()
         )
-        Run.objects.filter(campaign_id=campaign_id, status=Run.Status.QUEUED).update(status=Run.Status.CANCELLED)
+        state.cancel_queued(campaign_id)
     return bool(stopped)
 
 
@@ -597,37 +536,20 @@ class ReconcileReport:
 
 def reap_expired_leases(now: Any = None) -> int:
     """Abandon the attempts of runs whose worker stopped renewing its lease; re-queue the runs."""
-    from runs.sandbox.reaper import remove_run_sandboxes
+    from harness.sandbox.reaper import remove_run_sandboxes
 
     reaped = 0
-    for run in Run.objects.expired_leases(now).only("pk", "attempt", "infra_failures", "campaign_id"):
+    for run in Run.objects.expired_leases(now).only("pk", "attempt", "campaign_id"):
         with transaction.atomic():
-            # Guarded by the attempt: if the worker renewed or finished in between, nothing happens.
-            requeue = run.infra_failures + 1 < settings.RUN_MAX_INFRA_FAILURES
-            changes: dict[str, Any] = {
-                "infra_failures": F("infra_failures") + 1,
-                "lease_owner": "",
-                "lease_expires": None,
-            }
-            if requeue:
-                changes.update(status=Run.Status.QUEUED, enqueued_at=timezone.now())
-            else:
-                changes.update(
-                    status=Run.Status.INVALID,
-                    validity="infra_error",
-                    finished_at=timezone.now(),
-                    recorded=False,
-                )
-            taken = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING, attempt=run.attempt).update(**changes)
-            if not taken:
-                continue
-            RunAttempt.objects.filter(run_id=run.pk, number=run.attempt, status=RunAttempt.Status.RUNNING).update(
-                status=RunAttempt.Status.ABANDONED,
-                finished_at=timezone.now(),
-                validity="infra_error",
+            gave = state.give_back(
+                run.pk,
+                run.attempt,
+                attempt_status=RunAttempt.Status.ABANDONED,
                 error="the worker stopped renewing its lease (killed or lost); attempt abandoned",
             )
-            if requeue:
+            if gave is None:  # the worker renewed or finished in between
+                continue
+            if gave is state.GiveBack.REQUEUED:
                 enqueue_run(run.pk)
             else:
                 campaign_id = run.campaign_id
@@ -683,19 +605,3 @@ def reconcile(now: Any = None) -> ReconcileReport:
         advance(pk)
         report.advanced += 1
     return report
-
-
-def campaign_counts(campaign_ids: Sequence[int]) -> dict[int, dict[str, int]]:
-    """Runs per status for each campaign (one GROUP BY)."""
-    from django.db.models import Count
-
-    out: dict[int, dict[str, int]] = {pk: {} for pk in campaign_ids}
-    rows = (
-        Run.objects.filter(campaign_id__in=campaign_ids)
-        .values("campaign_id", "status")
-        .annotate(n=Count("id"))
-        .values_list("campaign_id", "status", "n")
-    )
-    for cid, status, n in rows:
-        out[cid][status] = n
-    return out

@@ -65,7 +65,7 @@ class CampaignStartForm(forms.Form):
             raise ValidationError(f"not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ValidationError("expected a JSON object")
-        from runs.agents.stochastic import propensities_from
+        from harness.agents.stochastic import propensities_from
 
         try:
             propensities_from(data)

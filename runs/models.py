@@ -8,6 +8,7 @@ One run's path through these models (SPEC §9):
     the attempt → Campaign.advance() folds the outcome into the allocator → next round.
 
 Every status change is a conditional ``UPDATE … WHERE status = <expected> [AND attempt = n]``
+(all of them in runs/state.py, with the transition table)
 whose row count is checked, so two workers, a reaper and a coordinator can race over one run and
 exactly one of them wins each transition.  A retry is a new ``RunAttempt``; an attempt's result is
 never overwritten.
@@ -20,7 +21,7 @@ database with GROUP BY, never by looping over attempts in Python.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, ClassVar
 
@@ -30,21 +31,15 @@ from django.db import models
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from runs.gateway.protocols import ApiKind
+from harness.gateway.protocols import ApiKind
+from harness.outcome import Validity
 
-VALIDITY_CHOICES = [
-    ("valid", "valid"),
-    ("toolless_start", "toolless start"),
-    ("timeout", "hang / timeout"),
-    ("gateway_failure", "gateway, auth or budget failure"),
-    ("crash", "crash"),
-    ("infra_error", "infrastructure error"),
-]
+VALIDITY_CHOICES = Validity.choices()
 DISPOSITIONS = ("clarification", "refusal", "deferment", "empty")
 
 
 def _adapter_choices() -> list[tuple[str, str]]:
-    from runs.agents.base import adapter_names
+    from harness.agents.base import adapter_names
 
     return [(name, name) for name in adapter_names()]
 
@@ -61,7 +56,7 @@ class AgentFramework(models.Model):
 
     slug = models.SlugField(max_length=60, unique=True)
     label = models.CharField(max_length=120)
-    adapter = models.CharField(max_length=40, help_text="Registered adapter (runs.agents.base.adapter_names()).")
+    adapter = models.CharField(max_length=40, help_text="Registered adapter (harness.agents.base.adapter_names()).")
     options = models.JSONField(default=dict, blank=True, help_text="Adapter options (extra flags, limits).")
     notes = models.TextField(blank=True)
 
@@ -122,7 +117,7 @@ class ModelEndpoint(models.Model):
         }
 
     def clean(self) -> None:
-        from runs.gateway.registry import UpstreamConfig
+        from harness.gateway.registry import UpstreamConfig
 
         errors: dict[str, str] = {}
         kinds = {k.value for k in ApiKind}
@@ -177,7 +172,7 @@ class SystemUnderTest(models.Model):
         return f"{self.framework.slug}__{self.model.slug}"
 
     def clean(self) -> None:
-        from runs.agents.base import get_adapter
+        from harness.agents.base import get_adapter
 
         try:
             adapter = get_adapter(self.framework.adapter)
@@ -194,7 +189,7 @@ class SystemUnderTest(models.Model):
                 raise ValidationError({"api_kind": f"{self.model.slug} serves {self.model.api_kinds} only"})
 
     def runner_config(self) -> dict[str, Any]:
-        """The ``sut`` mapping ``runs.agents.runner.run_agent`` takes."""
+        """The ``sut`` mapping ``pool.execution.run_agent`` takes."""
         return {
             "framework": self.framework.slug,
             "model": self.model.model or self.model.slug,
@@ -237,6 +232,10 @@ class CampaignKind(models.TextChoices):
     PAIRED = "paired", "consent-paired (with / stripped)"
     USB_FULL = "usb-full", "UnderSpecBench full matrix"
     USB_SAMPLE = "usb-sample", "UnderSpecBench stratified sample"
+
+
+# The UnderSpecBench kinds: prompts of the suite, not scenarios of a pool (their plans live in suite/).
+SUITE_KINDS = (CampaignKind.USB_FULL, CampaignKind.USB_SAMPLE)
 
 
 class Matrix(models.Model):
@@ -329,6 +328,10 @@ class Campaign(models.Model):
     def is_snare(self) -> bool:
         return self.kind in (CampaignKind.SNARE, CampaignKind.PAIRED)
 
+    @property
+    def is_suite(self) -> bool:
+        return self.kind in SUITE_KINDS
+
 
 # -- runs ---------------------------------------------------------------------------------------
 
@@ -340,6 +343,23 @@ class RunQuerySet(models.QuerySet["Run"]):
 
     def expired_leases(self, now: Any = None) -> RunQuerySet:
         return self.filter(status=Run.Status.RUNNING, lease_expires__lt=now or timezone.now())
+
+    def status_counts(
+        self, campaign_ids: Sequence[int], statuses: Sequence[str] | None = None
+    ) -> dict[int, dict[str, int]]:
+        """Runs per status for each campaign (only ``statuses`` if given): one index-only GROUP BY."""
+        out: dict[int, dict[str, int]] = {pk: {} for pk in campaign_ids}
+        rows = self.filter(campaign_id__in=list(campaign_ids))
+        if statuses is not None:
+            rows = rows.filter(status__in=list(statuses))
+        for cid, status, n in (
+            rows.order_by()
+            .values("campaign_id", "status")
+            .annotate(n=Count("id"))
+            .values_list("campaign_id", "status", "n")
+        ):
+            out[cid][status] = n
+        return out
 
     def cell_counts(self) -> dict[tuple[str, str], tuple[int, int]]:
         """(archetype, consent) → (overeager, scored), aggregated in the database."""
@@ -496,7 +516,7 @@ class RunAttempt(models.Model):
 
 
 class RunEvent(models.Model):
-    """One event of an attempt's transcript (runs.agents.events), in order; paged by seq."""
+    """One event of an attempt's transcript (harness.agents.events), in order; paged by seq."""
 
     attempt = models.ForeignKey(RunAttempt, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()

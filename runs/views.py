@@ -28,14 +28,12 @@ from django.views.decorators.http import require_GET, require_POST
 from overeager.roles import CURATOR, VALIDATOR, role_required, roles_of
 from pool.models import Candidate, ConsentMode
 from runs import evidence as ev
-from runs import stats, suite_evidence
-from runs.campaigns import CampaignError, progress_summary, start_campaign, stop_campaign
+from runs import stats
+from runs.campaigns import CampaignError, plan_of, progress_summary, start_campaign, start_matrix, stop_campaign
 from runs.forms import CampaignStartForm
-from runs.jobs import FINAL_EVENTS_CAP
 from runs.models import Campaign, CampaignKind, Matrix, Run, RunAttempt, RunEvent, SystemUnderTest
 from runs.progress import current_seq, publish
-from runs.suite_stats import SUITE_KINDS
-from runs.suite_views import live_topics
+from runs.state import FINAL_EVENTS_CAP
 
 log = logging.getLogger(__name__)
 
@@ -46,21 +44,6 @@ EVENTS_PAGE = 100
 EVENTS_MAX_PAGE = 500
 EVENT_STRING_CLIP = 2000
 RUNS_PAGE = 50
-
-
-def campaign_counts(campaign_ids: list[int], statuses: tuple[str, ...]) -> dict[int, dict[str, int]]:
-    """Runs per status (only ``statuses``) for each campaign: one index-only GROUP BY."""
-    out: dict[int, dict[str, int]] = {pk: {} for pk in campaign_ids}
-    rows = (
-        Run.objects.filter(campaign_id__in=campaign_ids, status__in=statuses)
-        .order_by()
-        .values("campaign_id", "status")
-        .annotate(n=Count("id"))
-        .values_list("campaign_id", "status", "n")
-    )
-    for cid, status, n in rows:
-        out[cid][status] = n
-    return out
 
 
 def _can_curate(request: HttpRequest) -> bool:
@@ -108,7 +91,7 @@ def _campaign_list(request: HttpRequest, form: CampaignStartForm | None, status:
     page = Paginator(qs, RUNS_PAGE).get_page(request.GET.get("page"))
     # Only the in-flight runs: scored counts are on the campaign row, and a GROUP BY over every
     # run of 50 campaigns would be most of this page's time at 100,000 runs.
-    counts = campaign_counts([c.pk for c in page], statuses=(Run.Status.RUNNING, Run.Status.QUEUED))
+    counts = Run.objects.status_counts([c.pk for c in page], statuses=(Run.Status.RUNNING, Run.Status.QUEUED))
     rows = []
     for c in page:
         by_status = counts.get(c.pk, {})
@@ -154,8 +137,6 @@ def campaign_start(request: HttpRequest) -> HttpResponse:
             )
             messages.success(request, f"Campaign {campaign.name} started: {campaign.budget} scored runs to go.")
             return redirect("campaign-detail", pk=campaign.pk)
-        from runs.management.commands.run_campaign import start_matrix
-
         frameworks, models = list(d["frameworks"]), list(d["models"])
         suts = [SystemUnderTest.objects.for_pair(f, m) for f in frameworks for m in models]
         started = start_matrix(
@@ -208,24 +189,8 @@ def campaign_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "charts": stats.CAMPAIGN_CHARTS,
         "params": sorted((k, v) for k, v in campaign.params.items() if k != "priors"),
     }
-    if campaign.kind in SUITE_KINDS:
-        # UnderSpecBench campaigns have no archetype × consent cells: their page shows the suite
-        # metrics of this campaign (the results page's charts, runs/suite_views.py).
-        query = f"campaign={campaign.pk}"
-        context.update(
-            {
-                "query": query,
-                "data_url": reverse("suite-data") + "?" + query,
-                "suite_url": reverse("suite-results") + "?" + query,
-                "composition_url": reverse("labels-composition") + "?" + query,
-                "topics_json": json.dumps(live_topics([campaign])),
-                "suite_charts": ("overall", "by_s", "by_b", "by_r", "by_surface", "by_domain", "families"),
-            }
-        )
-        return render(request, "runs/suite_campaign.html", context)
-    if campaign.kind == CampaignKind.PAIRED:
-        context["consent_url"] = reverse("consent-sensitivity") + f"?campaign={campaign.pk}"
-    return render(request, "runs/campaign_detail.html", context)
+    template, extra = plan_of(campaign.kind).campaign_page(campaign)
+    return render(request, template, {**context, **extra})
 
 
 @role_required()
@@ -443,13 +408,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "is_terminal": run.is_terminal,
         "show_disposition": not blind and run.status == Run.Status.SCORED and run.acted is False,
     }
-    if run.prompt_id is not None:
-        context["family_url"] = reverse("suite-family", args=[run.family])
-        context["variant"] = f"S{run.s_level}-B{run.b_level}-R{run.r_level}"
+    context.update(plan_of(run.campaign.kind).run_page(run, attempt))
     if attempt is not None:
         context.update(_evidence_context(attempt))
-        if run.prompt_id is not None:
-            context["suite"] = suite_evidence.layout(attempt.verdict, attempt.evidence or {})
         if blind and isinstance(attempt.ground_truth, dict) and "disposition" in attempt.ground_truth:
             shown = {k: v for k, v in attempt.ground_truth.items() if k not in ("disposition", "probabilities")}
             context["ground_truth_json"] = json.dumps(shown, indent=1, ensure_ascii=False)

@@ -11,7 +11,7 @@ which the lease mechanism already handles.
 
 The worker owns, for its whole life:
 
-* **the model gateway** — one ``python -m runs.gateway.server`` process on a Unix socket (starting
+* **the model gateway** — one ``python -m harness.gateway.server`` process on a Unix socket (starting
   one per job would add half a second to each run); it stops with the worker;
 * **the watchdog** — a thread that calls ``runs.campaigns.reconcile`` every
   ``WATCHDOG_INTERVAL_SECONDS``: reaping expired leases, re-enqueueing runs whose job Redis lost,
@@ -36,7 +36,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from rq.worker import SimpleWorker
 
-from runs.agents.runner import GatewayHandle, gateway_process
+from harness.agents.runner import GatewayHandle, gateway_process
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class OvereagerWorker(SimpleWorker):
             return None
 
     def work(self, *args: Any, **kwargs: Any) -> bool:
-        from runs.sandbox import reaper
+        from harness.sandbox import reaper
 
         with contextlib.suppress(Exception):
             reaper.reap()  # leftovers of an earlier worker on this machine

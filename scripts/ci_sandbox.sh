@@ -31,17 +31,17 @@ fi
 
 # The image module is Django-free; it prints "<tag> <image id>" and skips the build when the
 # content-hashed tag already exists.
-"$PY" -m runs.sandbox.images
+"$PY" -m harness.sandbox.images
 
 # Agent image layers FROM the base image, the ones tests/agents need (npm/PyPI at build time via
 # `docker build --network host`; each ~30 s when missing, skipped when its content-hashed tag
 # exists).  The module prints each layer's tag, id and how long it took.
 AGENT_LAYERS=(claude-code opencode codex gemini-cli mini-swe-agent aider openhands)
-"$PY" -m runs.sandbox.images.agents "${AGENT_LAYERS[@]}"
+"$PY" -m harness.sandbox.images.agents "${AGENT_LAYERS[@]}"
 
 # Sandboxes orphaned by an earlier, interrupted run of the suite.
 "$PY" - <<'PYEOF'
-from runs.sandbox import reaper
+from harness.sandbox import reaper
 r = reaper.reap()
 print(f"ci_sandbox: reaped {r.removed} leftover sandbox(es)")
 PYEOF

@@ -24,6 +24,7 @@ reachable only through the read-only socket mount.
 from __future__ import annotations
 
 import io
+import json
 import os
 import shlex
 import subprocess
@@ -38,11 +39,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from pool.canonical import digest_of
-from pool.execution import AGENT_IDENTITY, REFERENCE_CLOCK, SCRIPT_ARGV, SCRIPT_ENV
-from runs.sandbox.base import DEFAULT_PATH, ExecResult, Limits, Sandbox, get_backend
-from runs.sandbox.manifest import Manifest
-from runs.sandbox.paths import FileSpec, parent_dirs
+from content.canonical import digest_of
+from harness.agents.base import AgentAdapter, get_adapter
+from harness.agents.identity import AGENT_IDENTITY, REFERENCE_CLOCK, SCRIPT_ARGV, SCRIPT_ENV
+from harness.agents.runner import DEFAULT_WALL_LIMIT, GatewayHandle, plan_agent, take_turn
+from harness.gateway.registry import Budgets
+from harness.outcome import OUTPUT_TAIL, RunResult
+from harness.sandbox.base import DEFAULT_PATH, ExecResult, Limits, Sandbox, get_backend
+from harness.sandbox.manifest import Manifest
+from harness.sandbox.paths import FileSpec, parent_dirs
 from suite.emulators.service import MOUNT, EmulatorService
 from suite.oracle import GroundTruth, Verdict, score
 
@@ -528,27 +533,7 @@ class TaskEnvironment:
         return old
 
 
-@dataclass
-class ReferenceRun:
-    which: str
-    exit_code: int
-    timed_out: bool
-    verdict: Verdict
-    evidence: Evidence
-    stdout: str
-    stderr: str
-    seconds: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "which": self.which,
-            "exit_code": self.exit_code,
-            "timed_out": self.timed_out,
-            "verdict": self.verdict.as_dict(),
-            "stdout_tail": self.stdout[-2000:],
-            "stderr_tail": self.stderr[-2000:],
-            "seconds": round(self.seconds, 3),
-        }
+ReferenceRun = RunResult[Verdict]  # a reference script's run: framework "reference-<which>"
 
 
 def reference_script(family: Mapping[str, Any], which: str) -> str:
@@ -563,15 +548,20 @@ def run_in(env: TaskEnvironment, family: Mapping[str, Any], which: str) -> Refer
     result = env.run_script(reference_script(family, which))
     evidence = env.collect([env._sb.last_exec_seq])
     verdict = env.score(evidence)
-    return ReferenceRun(
-        which,
-        result.exit_code,
-        result.timed_out,
-        verdict,
-        evidence,
-        result.stdout_text,
-        result.stderr_text,
-        time.perf_counter() - started,
+    return RunResult(
+        run_id=env._sb.run_id,
+        framework=f"reference-{which}",
+        backend=env._sb.backend,
+        image=env._sb.image_digest,
+        verdict=verdict,
+        acted=verdict.acted,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration=time.perf_counter() - started,
+        commands=[shlex.join(c) for c in evidence.commands],
+        evidence=evidence.as_dict(),
+        stdout_tail=result.stdout_text[-OUTPUT_TAIL:],
+        stderr_tail=result.stderr_text[-OUTPUT_TAIL:],
     )
 
 
@@ -596,3 +586,99 @@ def run_references(
                 env.reset()
             out[which] = run_in(env, family, which)
     return out
+
+
+# -- an agent under test on a prompt ------------------------------------------------------------
+
+
+TaskRun = RunResult[Verdict]  # an agent under test on an UnderSpecBench prompt
+
+
+def run_task(
+    family: Mapping[str, Any],
+    prompt: str,
+    sut: Mapping[str, Any],
+    *,
+    axes: Mapping[str, int],
+    backend: str,
+    run_id: str,
+    attempt: int = 1,
+    evidence_dir: str | Path,
+    gateway: GatewayHandle | None = None,
+    adapter: AgentAdapter | None = None,
+    wall_limit: float = DEFAULT_WALL_LIMIT,
+    budgets: Budgets | None = None,
+    max_steps: int = 30,
+    command_timeout: float = 120.0,
+    limits: Limits | None = None,
+) -> RunResult[Verdict]:
+    """Run the SUT on one UnderSpecBench prompt of ``family`` (its data form) in a TaskEnvironment.
+
+    ``axes`` = {"s", "b", "r"} levels of the prompt (simulated agents plant their propensities on
+    them; real agents never see them). The family oracle scores the run (suite.oracle).
+    """
+    adapter = adapter or get_adapter(str(sut["framework"]))
+    evidence = Path(evidence_dir)
+    references = dict(family.get("references") or {})
+    plan = plan_agent(
+        adapter,
+        sut,
+        prompt=prompt,
+        backend=backend,
+        run_id=run_id,
+        attempt=attempt,
+        evidence=evidence,
+        gateway=gateway,
+        wall_limit=wall_limit,
+        budgets=budgets,
+        max_steps=max_steps,
+        command_timeout=command_timeout,
+        task_fields={
+            "family": str(family["slug"]),
+            "axes": dict(axes),
+            # The answer key, read only by the reference and stochastic agents (see AgentTask).
+            "solutions": {**{k: str(v) for k, v in references.items()}, "noop": "true\n"},
+        },
+    )
+    with TaskEnvironment(
+        family,
+        backend=backend,
+        run_id=run_id,
+        attempt=attempt,
+        limits=limits or Limits(lifetime_s=int(wall_limit) + 900),
+        extra_files=plan.file_specs(),
+        sockets=plan.sockets,
+        image=plan.image.get("image"),
+    ) as env:
+        assert env.sandbox is not None
+        turn = take_turn(env.sandbox, plan, gateway, env=env.agent_env(), wall_limit=wall_limit, evidence=evidence)
+        collected = env.collect([turn.exec_seq])
+        verdict = env.score(collected)
+        result = turn.result
+        run = RunResult(
+            run_id=run_id,
+            attempt=attempt,
+            framework=adapter.name,
+            framework_version=adapter.version(),
+            model=plan.task.model,
+            backend=env.sandbox.backend,
+            image=env.sandbox.image_digest,
+            validity=turn.validity,
+            validity_reason=turn.validity_reason,
+            verdict=verdict,
+            acted=bool(verdict.acted),
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            duration=result.duration,
+            events=turn.events,
+            commands=[shlex.join(c) for c in collected.commands],
+            evidence=collected.as_dict(),
+            gateway_records=turn.records,
+            usage=turn.usage,
+            ground_truth=adapter.ground_truth(plan.task),
+            argv=list(plan.launch.argv),
+            stdout_tail=turn.stdout[-OUTPUT_TAIL:],
+            stderr_tail=turn.stderr[-OUTPUT_TAIL:],
+        )
+    (evidence / "run.json").write_text(json.dumps(run.as_dict(), indent=1, default=str), encoding="utf-8")
+    return run

@@ -16,7 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import ProtectedError
 
-from pool.canonical import digest_of, dump_yaml
+from content.canonical import digest_of, dump_yaml
 from pool.loading import LoadReport
 from suite import schema
 from suite.models import SuiteVersion, TaskFamily

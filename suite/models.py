@@ -17,7 +17,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
-from pool.canonical import digest_of
+from content.canonical import digest_of
 from suite import schema
 
 DOMAIN_CHOICES = list(schema.DOMAINS.items())

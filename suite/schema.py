@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from content.canonical import dump_yaml
 from pool import libschema
-from pool.canonical import dump_yaml
 from pool.libschema import MAX_CONTENT, MAX_FILE_BYTES, Field, Record, check_rel_path
 from suite import emulators
 

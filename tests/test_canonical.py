@@ -1,4 +1,4 @@
-"""Canonical serialisation (pool/canonical.py): digests and the reviewable YAML form. Pure."""
+"""Canonical serialisation (content/canonical.py): digests and the reviewable YAML form. Pure."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pool.canonical import canonical_json, digest_of, dump_yaml, normalize_text
+from content.canonical import canonical_json, digest_of, dump_yaml, normalize_text
 from pool.libschema import parse_yaml
 
 REPO = Path(__file__).parent.parent / "pool" / "libraries"

@@ -1,5 +1,5 @@
 """Trap predicates (oracles/predicates.py), the composite oracle (oracles/composite.py) and the glob
-semantics both rely on (pool.libschema.glob_to_regex). Pure: evidence is built by hand.
+semantics both rely on (oracles.globs.glob_to_regex). Pure: evidence is built by hand.
 """
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from oracles.composite import Verdict, composite_verdict, unsolicited
+from oracles.globs import glob_to_regex
 from oracles.predicates import Change, Evidence, Match, evaluate
-from pool.libschema import glob_to_regex, placeholders
+from pool.libschema import placeholders
 
 TOKEN = "K7Q2XW4M5ZP3RT6YB2NDC7HJ4LS5VF3A"
 OTHER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"

@@ -19,9 +19,9 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from harness.bundle.archive import BundleWriter, DirectoryWriter, TarWriter, is_archive_path
+from harness.bundle.format import FORMAT_NAME, FORMAT_VERSION, HEADER, BundleError
 from runs.bundle import sections as _sections  # noqa: F401 - registers the built-in sections
-from runs.bundle.archive import BundleWriter, DirectoryWriter, TarWriter, is_archive_path
-from runs.bundle.format import FORMAT_NAME, FORMAT_VERSION, HEADER, BundleError
 from runs.bundle.sections.base import ExportScope, dumps, sections
 from runs.models import Campaign, Matrix
 

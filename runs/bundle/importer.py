@@ -20,11 +20,11 @@ from typing import Any
 
 from django.db import transaction
 
+from harness.bundle.archive import extract
+from harness.bundle.format import FORMAT_NAME, HEADER, BundleError, compatibility_problem
+from harness.bundle.verify import verify
 from runs.bundle import sections as _sections  # noqa: F401 - registers the built-in sections
-from runs.bundle.archive import extract
-from runs.bundle.format import FORMAT_NAME, HEADER, BundleError, compatibility_problem
 from runs.bundle.sections.base import ImportState, read_json, sections
-from runs.bundle.verify import verify
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db import models
 
-from runs.bundle.format import BundleError
+from harness.bundle.format import BundleError
 
 
 def plain(value: Any) -> Any:

@@ -23,7 +23,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('slug', models.SlugField(max_length=60, unique=True)),
                 ('label', models.CharField(max_length=120)),
-                ('adapter', models.CharField(help_text='Registered adapter (runs.agents.base.adapter_names()).', max_length=40)),
+                ('adapter', models.CharField(help_text='Registered adapter (harness.agents.base.adapter_names()).', max_length=40)),
                 ('options', models.JSONField(blank=True, default=dict, help_text='Adapter options (extra flags, limits).')),
                 ('notes', models.TextField(blank=True)),
             ],

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import redis
 
+from harness.agents.runner import GatewayHandle, gateway_process
+from harness.gateway.registry import UpstreamConfig
 from pool.libschema import read_library
 from pool.materialize import Placement, materialize, render_phrasing
-from runs.agents.runner import GatewayHandle, gateway_process
-from runs.gateway.registry import UpstreamConfig
 from tests.conftest import REPO_LIBRARY
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from runs.agents.runner import run_agent
-from runs.sandbox import images
-from runs.sandbox.images import agents as agent_images
+from harness.sandbox import images
+from harness.sandbox.images import agents as agent_images
+from pool.execution import run_agent
 from tests.agents.conftest import scripted_sut
 
 NPM_LAYERS = ("claude-code", "codex", "gemini-cli", "opencode")

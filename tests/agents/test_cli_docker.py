@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from runs.agents.base import get_adapter
-from runs.agents.events import Command, Error, FinalMessage, ToolCall, Usage
-from runs.agents.runner import AgentRun, GatewayHandle, run_agent
-from runs.gateway.registry import Budgets, UpstreamConfig
-from runs.sandbox.docker_backend import DockerSandbox, image_id
-from runs.sandbox.images import agents as agent_images
+from harness.agents.base import get_adapter
+from harness.agents.events import Command, Error, FinalMessage, ToolCall, Usage
+from harness.agents.runner import GatewayHandle
+from harness.gateway.registry import Budgets, UpstreamConfig
+from harness.sandbox.docker_backend import DockerSandbox, image_id
+from harness.sandbox.images import agents as agent_images
+from pool.execution import AgentRun, run_agent
 
 pytestmark = pytest.mark.slow
 

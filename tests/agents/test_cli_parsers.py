@@ -14,12 +14,12 @@ from typing import Any, TypeVar
 
 import pytest
 
-from runs.agents.base import AgentTask, get_adapter
-from runs.agents.cli import claude_code, codex, gemini, opencode
-from runs.agents.cli.common import http_status, pinned_version
-from runs.agents.events import Command, Error, Event, FileEdit, FinalMessage, Message, ToolCall, Usage
-from runs.agents.runner import classify_validity
-from runs.gateway.protocols import ApiKind
+from harness.agents.base import AgentTask, get_adapter
+from harness.agents.cli import claude_code, codex, gemini, opencode
+from harness.agents.cli.common import http_status, pinned_version
+from harness.agents.events import Command, Error, Event, FileEdit, FinalMessage, Message, ToolCall, Usage
+from harness.agents.runner import classify_validity
+from harness.gateway.protocols import ApiKind
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STEMS = {"claude-code": "claude_code", "opencode": "opencode", "codex": "codex", "gemini-cli": "gemini_cli"}

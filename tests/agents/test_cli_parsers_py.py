@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from runs.agents.base import AgentTask, get_adapter
-from runs.agents.cli import aider, mini_swe_agent, openhands
-from runs.agents.cli.litellm_errors import litellm_error
-from runs.agents.events import Command, Error, Event, FileEdit, FinalMessage, Message, ToolCall, Usage
-from runs.gateway.protocols import ApiKind
+from harness.agents.base import AgentTask, get_adapter
+from harness.agents.cli import aider, mini_swe_agent, openhands
+from harness.agents.cli.litellm_errors import litellm_error
+from harness.agents.events import Command, Error, Event, FileEdit, FinalMessage, Message, ToolCall, Usage
+from harness.gateway.protocols import ApiKind
 from tests.agents.fixtures.cli_capture import fixture_files
 
 FIXTURES = Path(__file__).parent / "fixtures"

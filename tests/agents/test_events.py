@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from runs.agents.base import ShellAgentAdapter, adapter_names, get_adapter, parse_shell_transcript
-from runs.agents.events import (
+from harness.agents.base import ShellAgentAdapter, adapter_names, get_adapter, parse_shell_transcript
+from harness.agents.events import (
     Command,
     Error,
     Event,

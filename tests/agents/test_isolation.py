@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from runs.agents import connect
-from runs.agents.runner import GatewayHandle
-from runs.sandbox.base import Limits, get_backend
-from runs.sandbox.paths import FileSpec
+from harness.agents import connect
+from harness.agents.runner import GatewayHandle
+from harness.sandbox.base import Limits, get_backend
+from harness.sandbox.paths import FileSpec
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from pool.execution import run_solution
-from runs.agents.runner import run_agent
-from runs.agents.stochastic import Propensities, StochasticAgent
+from harness.agents.stochastic import Propensities, StochasticAgent
+from pool.execution import run_agent, run_solution
 
 pytestmark = pytest.mark.slow
 

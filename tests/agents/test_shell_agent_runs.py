@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from runs.agents.events import Command, FinalMessage, ToolCall, Usage
-from runs.agents.runner import GatewayHandle, run_agent
+from harness.agents.events import Command, FinalMessage, ToolCall, Usage
+from harness.agents.runner import GatewayHandle
+from pool.execution import run_agent
 from tests.agents.conftest import bash, scripted_sut
 
 pytestmark = pytest.mark.slow
@@ -69,7 +70,7 @@ def test_an_overeager_act_is_caught_with_its_evidence_and_the_canary_in_the_mode
     assert ("reads-home-credentials", "command") in matches
     # The secret went back to the model in the tool result of the second request.
     assert ("release-key-leaked", "model_request") in matches
-    assert "aws_release_secret" in run.canaries_in_requests
+    assert "aws_release_secret" in run.evidence["canaries_in_requests"]
     records = run.gateway_records
     assert records[0]["canaries_seen"] == [] and records[1]["canaries_seen"]
     assert run.verdict.reason().startswith("predicate reads-home-credentials matched")

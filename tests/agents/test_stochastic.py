@@ -6,9 +6,9 @@ import math
 
 from scipy import stats
 
-from runs.agents.base import AgentTask
-from runs.agents.stochastic import ANY, Propensities, StochasticAgent, decide, logit, sigmoid, uniform
-from runs.gateway.protocols import ApiKind
+from harness.agents.base import AgentTask
+from harness.agents.stochastic import ANY, Propensities, StochasticAgent, decide, logit, sigmoid, uniform
+from harness.gateway.protocols import ApiKind
 
 PLANTED = Propensities(
     cells={("destructive-delete", "explicit-deny"): 0.2, (ANY, "explicit-allow"): 0.8},

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from runs.agents.base import AgentLaunch, AgentTask, ShellAgentAdapter
-from runs.agents.events import Error, Event, FinalMessage
-from runs.agents.runner import GatewayHandle, classify_validity, run_agent
-from runs.gateway.registry import Budgets
+from harness.agents.base import AgentLaunch, AgentTask, ShellAgentAdapter
+from harness.agents.events import Error, Event, FinalMessage
+from harness.agents.runner import GatewayHandle, classify_validity
+from harness.gateway.registry import Budgets
+from pool.execution import run_agent
 from tests.agents.conftest import bash, scripted_sut
 
 

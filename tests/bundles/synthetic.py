@@ -2,7 +2,7 @@
 
 The rows have the shape ``runs.jobs.store_outcome`` writes (outcome columns on the run, verdict,
 task, evidence and usage on the attempt, the transcript as ``RunEvent`` rows) and the evidence
-folders hold what ``runs.agents.runner.run_agent`` leaves: ``gateway.jsonl`` (full model requests
+folders hold what ``pool.execution.run_agent`` leaves: ``gateway.jsonl`` (full model requests
 and responses, a few tens of KB), ``agent.stdout``, ``agent.stderr`` and ``run.json``.  Some slots
 have an invalid first attempt (timeout, crash, toolless start) and a valid retry; a few are
 dropped after three invalid attempts; every attempt has 20–200 transcript events.
@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from pool.canonical import digest_of
+from content.canonical import digest_of
 from pool.loading import load_library
 from pool.models import Archetype, Candidate, ConsentMode, LibraryVersion, PoolVersion
 from runs.bundle.sections.runs import insert_events

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pool.canonical import digest_of
-from runs.bundle.archive import DirectoryWriter, TarWriter, extract, iter_archive
-from runs.bundle.format import (
+from content.canonical import digest_of
+from harness.bundle.archive import DirectoryWriter, TarWriter, extract, iter_archive
+from harness.bundle.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     BundleError,
@@ -33,7 +33,7 @@ from runs.bundle.format import (
     step_bytes,
     write_manifest,
 )
-from runs.bundle.verify import verify
+from harness.bundle.verify import verify
 
 RUN = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 ATTEMPT = "11111111-2222-3333-4444-555555555555"

@@ -7,10 +7,12 @@ and this test fails until it is — so the data model cannot outgrow the bundle 
 
 from __future__ import annotations
 
+from labels import bundle as labels
 from runs.bundle import sections  # noqa: F401 - registers the sections
 from runs.bundle.records import Codec
-from runs.bundle.sections import campaigns, labels, library, pool, runs, suite, systems
+from runs.bundle.sections import campaigns, library, pool, runs, systems
 from runs.bundle.sections.base import sections as registered
+from suite import bundle as suite
 
 
 def _codecs() -> dict[str, Codec]:

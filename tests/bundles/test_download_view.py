@@ -11,9 +11,9 @@ from django.http import StreamingHttpResponse
 from django.test import Client
 from django.urls import reverse
 
+from harness.bundle.verify import verify
 from overeager.roles import CURATOR, VIEWER, sync_groups
 from runs.bundle.importer import import_bundle
-from runs.bundle.verify import verify
 from runs.models import Campaign, Matrix
 from tests.bundles import synthetic
 from tests.bundles.conftest import empty_install

@@ -21,13 +21,13 @@ from django.core.management.base import CommandError
 from django.db import transaction
 from django.test import Client, override_settings
 from django.urls import reverse
+from runs.bundle.sections.labels import LabelsSection
 
+from harness.bundle.format import HEADER, MANIFEST, BundleError
 from labels.models import HumanLabel, JudgeLabel
 from pool.models import Archetype, Candidate, PoolVersion
 from runs.bundle.exporter import export_bundle, resolve
-from runs.bundle.format import HEADER, MANIFEST, BundleError
 from runs.bundle.importer import import_bundle
-from runs.bundle.sections.labels import LabelsSection
 from runs.models import AgentFramework, Campaign, ModelEndpoint, Run, RunAttempt, RunEvent
 from tests.bundles import synthetic
 from tests.bundles.conftest import empty_install

@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
+from harness.bundle.format import HEADER, MANIFEST
+from harness.bundle.verify import verify
 from runs.bundle.exporter import export_bundle, resolve
-from runs.bundle.format import HEADER, MANIFEST
 from runs.bundle.importer import import_bundle
-from runs.bundle.verify import verify
-from runs.campaigns import campaign_params
-from runs.management.commands.run_campaign import start_matrix
+from runs.campaigns import campaign_params, start_matrix
 from runs.models import Campaign, Matrix, Run, RunAttempt, RunEvent
 from tests.bundles.conftest import empty_install
 from tests.bundles.figures import matrix_figures

@@ -20,9 +20,9 @@ from django.core.management.base import CommandError
 from django.db import transaction
 from django.test import override_settings
 
+from harness.bundle.format import MANIFEST, ROOT, RUNS, Chain, chained_line, root_hash
+from harness.bundle.verify import verify
 from runs.bundle.exporter import export_bundle, resolve
-from runs.bundle.format import MANIFEST, ROOT, RUNS, Chain, chained_line, root_hash
-from runs.bundle.verify import verify
 from runs.models import Matrix
 from tests.bundles import synthetic
 

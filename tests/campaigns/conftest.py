@@ -24,9 +24,9 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from harness.procutil import die_with_parent
 from pool.models import PoolVersion
 from runs.models import AgentFramework, ModelEndpoint, SystemUnderTest
-from runs.procutil import die_with_parent
 from tests.campaigns.poolcache import verified_pool
 
 MANAGE = Path(settings.BASE_DIR) / "manage.py"
@@ -143,7 +143,7 @@ def workers(queue_name: str, evidence_dir: Path, settings: Any) -> Iterator[Call
     yield make
     for w in made:
         w.stop()
-    from runs.sandbox import reaper
+    from harness.sandbox import reaper
 
     reaper.reap()
 

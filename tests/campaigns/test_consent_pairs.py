@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from consent.analysis import consent_data
 from pool.models import Candidate, FixtureSeed
 from pool.twins import twin_differences
 from runs.campaigns import CampaignError, campaign_params, start_campaign
-from runs.consent import consent_data
 from runs.models import Campaign, CampaignKind, Run
 from tests.campaigns.conftest import simulated_sut, wait_for
 

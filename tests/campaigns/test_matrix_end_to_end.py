@@ -17,10 +17,9 @@ import time
 
 import pytest
 
+from harness.agents.stochastic import propensities_from
 from oracles.statistics import Counts, uniform_mix_rate
-from runs.agents.stochastic import propensities_from
-from runs.campaigns import campaign_params
-from runs.management.commands.run_campaign import start_matrix
+from runs.campaigns import campaign_params, start_matrix
 from runs.models import Campaign, Run
 from tests.campaigns.conftest import simulated_sut, wait_for
 

@@ -13,8 +13,8 @@ from django.core.management import call_command
 
 from runs.campaigns import campaign_params, start_campaign
 from runs.models import Campaign, CampaignKind, Run
-from runs.suite_stats import suite_data
 from suite.models import FamilyPrompt, TaskFamily
+from suite.stats import suite_data
 from tests.campaigns.conftest import simulated_sut, wait_for
 
 pytestmark = pytest.mark.slow

@@ -19,11 +19,11 @@ pytestmark = pytest.mark.usefixtures("transactional_db")
 
 
 def _gateway_of(worker_pid: int) -> int:
-    """The pid of the worker's ``runs.gateway.server`` child, once it is listening."""
+    """The pid of the worker's ``harness.gateway.server`` child, once it is listening."""
     found: list[int] = []
 
     def started() -> bool:
-        out = subprocess.run(["pgrep", "-P", str(worker_pid), "-f", "runs.gateway.server"], capture_output=True)
+        out = subprocess.run(["pgrep", "-P", str(worker_pid), "-f", "harness.gateway.server"], capture_output=True)
         found[:] = [int(x) for x in out.stdout.split()]
         return bool(found)
 

@@ -25,9 +25,11 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from harness.agents.events import Event
+from harness.agents.stochastic import ACTION_TEXT, NONACTION_TEXT
+from harness.outcome import Outcome, RunResult
 from labels.jobs import judge_runs
 from pool.models import Candidate, PoolVersion
-from runs.agents.stochastic import ACTION_TEXT, NONACTION_TEXT
 from runs.campaigns import campaign_params
 from runs.jobs import claim, store_outcome
 from runs.models import Campaign, CampaignKind, Matrix, Run, RunAttempt, SystemUnderTest
@@ -222,8 +224,8 @@ def _script_lines(script: str) -> list[list[str]]:
     return [shlex.split(line) for line in script.splitlines() if line.strip() and not line.strip().startswith("#")]
 
 
-def emulated_outcome(data: Mapping[str, Any], action: str) -> dict[str, Any]:
-    """The outcome ``runs.jobs.suite_outcome`` builds, for the family's ``action`` reference run
+def emulated_outcome(data: Mapping[str, Any], action: str) -> Outcome:
+    """The outcome a worker stores (``RunResult.outcome()``) for the family's ``action`` reference run
     against the real emulators and scored by the real oracle (``noop``: only its read-only calls)."""
     runtime = data["runtime"]
     tools = [t for t in runtime.get("tools", []) if t != "git"]
@@ -258,30 +260,23 @@ def emulated_outcome(data: Mapping[str, Any], action: str) -> dict[str, Any]:
         GroundTruth.from_data(data["ground_truth"]),
         calls=evidence.calls,
         commands=lines,
-    ).as_dict()
+    )
     disposition = "clarification" if action == "noop" else None
     events.append({"kind": "final_message", "text": NONACTION_TEXT["clarification"] if disposition else ACTION_TEXT})
-    return {
-        "validity": "valid",
-        "validity_reason": "",
-        "verdict": verdict,
-        "overeager": bool(verdict["wrong_target"] or verdict["overscope"]),
-        "safe_success": bool(verdict["safe_success"]),
-        "wrong_target": bool(verdict["wrong_target"]),
-        "overscope": bool(verdict["overscope"]),
-        "acted": bool(verdict["acted"]),
-        "task": {},
-        "evidence": {**evidence.as_dict(), "gateway": [], "stdout_tail": "", "stderr_tail": "", "timed_out": False},
-        "usage": {},
-        "ground_truth": {"action": action, "disposition": disposition, "probabilities": {"clarification": 1.0}},
-        "exit_code": 0,
-        "duration": 1.5,
-        "framework_version": "builtin",
-        "image": "",
-        "backend": "bwrap",
-        "argv": ["bash", "-c", f"<reference {action} script>"],
-        "events": events,
-    }
+    return RunResult(
+        run_id="factory",
+        framework=f"reference-{action}",
+        framework_version="builtin",
+        backend="bwrap",
+        verdict=verdict,
+        acted=verdict.acted,
+        duration=1.5,
+        events=[Event.from_dict(e) for e in events],
+        commands=[shlex.join(c) for c in lines],
+        evidence=evidence.as_dict(),
+        ground_truth={"action": action, "disposition": disposition, "probabilities": {"clarification": 1.0}},
+        argv=["bash", "-c", f"<reference {action} script>"],
+    ).outcome()
 
 
 def finish_suite(run: Run, action: str, *, label: bool = True) -> RunAttempt:
@@ -487,17 +482,8 @@ def pair_with_evidence(
         assert claimed is not None
         _, attempt = claimed
         RunAttempt.objects.filter(pk=attempt.pk).update(prompt=scenario.scenario["prompt"])
-        verdict, evidence = factories.verdict_and_evidence(overeager)
-        outcome = {
-            "validity": "valid",
-            "verdict": verdict,
-            "overeager": overeager,
-            "task_success": True,
-            "acted": True,
-            "evidence": evidence,
-            "events": factories.events(event_count),
-            "duration": 1.0,
-        }
+        outcome = factories.snare_result(overeager, event_count=event_count).outcome()
+        outcome["duration"] = 1.0
         assert store_outcome(run.pk, attempt.pk, attempt.number, outcome)
         run.refresh_from_db()
         members.append(run)

@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 
-from runs import consent_charts, pairdiff, stats, suite_charts, suite_evidence
+from consent import charts as consent_charts
+from consent import pairdiff
+from runs import stats
+from suite import charts as suite_charts
+from suite import evidence as suite_evidence
 from suite import metrics, schema
 from tests.dashboard import suite_factories as sf
 

@@ -17,8 +17,8 @@ from django.urls import reverse
 
 from runs.models import Campaign, CampaignKind, Run
 from runs.progress import publish
-from runs.suite_charts import CHARTS
 from suite import schema
+from suite.charts import CHARTS
 from tests.dashboard import factories
 from tests.dashboard import suite_factories as sf
 

@@ -26,9 +26,9 @@ import redis
 import redis.asyncio as aioredis
 from aiohttp import web
 
-from runs.gateway.protocols import ApiKind
-from runs.gateway.registry import Budgets, RunGrant, UpstreamConfig, new_run_token, register_run
-from runs.gateway.server import Gateway
+from harness.gateway.protocols import ApiKind
+from harness.gateway.registry import Budgets, RunGrant, UpstreamConfig, new_run_token, register_run
+from harness.gateway.server import Gateway
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 REPO = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ import anthropic
 import openai
 import pytest
 
-from runs.gateway.protocols import ApiKind
-from runs.gateway.registry import Budgets
+from harness.gateway.protocols import ApiKind
+from harness.gateway.registry import Budgets
 from tests.gateway.conftest import RunFactory, ThreadedApp, anthropic_body, chat_body, post, responses_body
 
 ROUTES: list[tuple[ApiKind, str, Callable[..., dict[str, Any]]]] = [

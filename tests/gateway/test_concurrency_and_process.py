@@ -10,8 +10,8 @@ from pathlib import Path
 
 import redis
 
-from runs.gateway.protocols import ApiKind, parse_sse
-from runs.gateway.registry import Budgets, run_usage
+from harness.gateway.protocols import ApiKind, parse_sse
+from harness.gateway.registry import Budgets, run_usage
 from tests.gateway.conftest import (
     REDIS_URL,
     RunFactory,
@@ -84,7 +84,7 @@ def test_the_gateway_process_serves_tcp_and_a_unix_socket(make_run: RunFactory, 
     sock = str(tmp_path / "gw.sock")
     port = free_port()
     proc = start_module(
-        "runs.gateway",
+        "harness.gateway",
         "--listen",
         f"127.0.0.1:{port}",
         "--unix",

@@ -7,8 +7,8 @@ import time
 import pytest
 import redis
 
-from runs.gateway.protocols import ApiKind
-from runs.gateway.registry import Budgets, GrantError, UpstreamConfig, revoke_run, run_usage
+from harness.gateway.protocols import ApiKind
+from harness.gateway.registry import Budgets, GrantError, UpstreamConfig, revoke_run, run_usage
 from tests.gateway.conftest import (
     RunFactory,
     ThreadedApp,

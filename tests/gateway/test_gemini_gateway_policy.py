@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import redis
 
-from runs.gateway.protocols import ApiKind, parse_sse
-from runs.gateway.registry import Budgets, UpstreamConfig, run_usage
-from runs.gateway.scripted import ScriptedServer, parse_script
+from harness.gateway.protocols import ApiKind, parse_sse
+from harness.gateway.registry import Budgets, UpstreamConfig, run_usage
+from harness.gateway.scripted import ScriptedServer, parse_script
 from tests.gateway.conftest import BASH_TURN, RunFactory, ThreadedApp, anthropic_body, post
 
 GEMINI = ApiKind.GEMINI

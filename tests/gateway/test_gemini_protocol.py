@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from google.genai import types
 
-from runs.gateway import protocols as p
-from runs.gateway.protocols import ApiError, ApiKind, SSEEvent
-from runs.gateway.scripted import gemini_array_body, parse_script, reply_for, validate_request
+from harness.gateway import protocols as p
+from harness.gateway.protocols import ApiError, ApiKind, SSEEvent
+from harness.gateway.scripted import gemini_array_body, parse_script, reply_for, validate_request
 
 GEMINI = ApiKind.GEMINI
 BODY: dict[str, Any] = {

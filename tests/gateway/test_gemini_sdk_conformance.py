@@ -15,8 +15,8 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from runs.gateway.protocols import ApiKind
-from runs.gateway.registry import Budgets
+from harness.gateway.protocols import ApiKind
+from harness.gateway.registry import Budgets
 from tests.gateway.conftest import RunFactory, ThreadedApp
 
 MODEL = "gemini-2.5-pro"

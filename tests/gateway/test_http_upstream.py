@@ -12,8 +12,8 @@ import openai
 import pytest
 from aiohttp import web
 
-from runs.gateway.protocols import ApiKind, parse_sse
-from runs.gateway.registry import UpstreamConfig
+from harness.gateway.protocols import ApiKind, parse_sse
+from harness.gateway.registry import UpstreamConfig
 from tests.gateway.conftest import (
     BASH_TURN,
     Process,
@@ -34,12 +34,12 @@ KEY_ENV = "OE_TEST_UPSTREAM_KEY"
 
 @pytest.fixture
 def scripted_process(tmp_path: Path) -> Iterator[Process]:
-    """``python -m runs.gateway.scripted`` on its own loopback port, accepting only REAL_KEY."""
+    """``python -m harness.gateway.scripted`` on its own loopback port, accepting only REAL_KEY."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps([BASH_TURN, {"question": "Should I also remove the old logs?"}]))
     port = free_port()
     proc = start_module(
-        "runs.gateway.scripted",
+        "harness.gateway.scripted",
         "--listen",
         f"127.0.0.1:{port}",
         "--script",

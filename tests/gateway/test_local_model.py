@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from runs.gateway import local_model as lm
+from harness.gateway import local_model as lm
 
 PACKAGE = "overeager-test-model-part{n}"
 VERSION = "0.2.0"

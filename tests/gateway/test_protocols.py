@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from runs.gateway import protocols as p
-from runs.gateway.protocols import ApiError, ApiKind, SSEEvent, SSEParser
-from runs.gateway.scripted import FINAL_TEXT, ScriptError, parse_script, reply_for, turn_at
+from harness.gateway import protocols as p
+from harness.gateway.protocols import ApiError, ApiKind, SSEEvent, SSEParser
+from harness.gateway.scripted import FINAL_TEXT, ScriptError, parse_script, reply_for, turn_at
 
 ALL_KINDS = list(ApiKind)
 

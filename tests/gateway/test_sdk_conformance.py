@@ -14,7 +14,7 @@ import openai
 import pytest
 from openai.types.responses import ResponseTextDeltaEvent
 
-from runs.gateway.protocols import ApiKind
+from harness.gateway.protocols import ApiKind
 from tests.gateway.conftest import RunFactory, ThreadedApp
 
 BASH_TOOL: Any = {"name": "Bash", "description": "Run a shell command", "input_schema": {"type": "object"}}

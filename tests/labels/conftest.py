@@ -1,6 +1,6 @@
 """Model servers for the judge tests, on loopback only.
 
-* ``scripted_server``: the project's scripted model, ``python -m runs.gateway.scripted``, as a real
+* ``scripted_server``: the project's scripted model, ``python -m harness.gateway.scripted``, as a real
   process speaking the OpenAI Chat Completions API (one conversation per presented key).
 * ``PlannedServer``: a small stdlib HTTP server for what the scripted model cannot do — answer
   HTTP 500/429 with OpenAI error bodies and ``Retry-After``, stall past a timeout, and count how
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from runs.gateway.protocols import ApiKind, Reply, Usage, render_body
+from harness.gateway.protocols import ApiKind, Reply, Usage, render_body
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,14 +51,22 @@ ScriptedFactory = Callable[..., ScriptedProcess]
 
 @pytest.fixture
 def scripted_server(tmp_path: Path) -> Iterator[ScriptedFactory]:
-    """Start ``python -m runs.gateway.scripted`` with a list of text turns; stopped after the test."""
+    """Start ``python -m harness.gateway.scripted`` with a list of text turns; stopped after the test."""
     started: list[subprocess.Popen[bytes]] = []
 
     def start(texts: list[str], *, key_env: str | None = None, env: dict[str, str] | None = None) -> ScriptedProcess:
         script = tmp_path / f"script-{len(started)}.json"
         script.write_text(json.dumps([{"text": t} for t in texts]))
         port = free_port()
-        args = [sys.executable, "-m", "runs.gateway.scripted", "--listen", f"127.0.0.1:{port}", "--script", str(script)]
+        args = [
+            sys.executable,
+            "-m",
+            "harness.gateway.scripted",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--script",
+            str(script),
+        ]
         if key_env:
             args += ["--key-env", key_env]
         proc = subprocess.Popen(

@@ -1,7 +1,7 @@
 """labels.judge against real HTTP servers on loopback.
 
 The happy path, code fences, retried invalid output, key handling and parallel judging run against
-``python -m runs.gateway.scripted`` (a real process speaking the OpenAI Chat Completions API).
+``python -m harness.gateway.scripted`` (a real process speaking the OpenAI Chat Completions API).
 HTTP 500/429 with ``Retry-After``, stalls past the timeout and the in-flight count use the planned
 stdlib server from conftest, whose 200 bodies are rendered by the gateway's own ``render_body``.
 """

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from runs.sandbox.base import Limits, Sandbox, get_backend
-from runs.sandbox.paths import FileSpec
+from harness.sandbox.base import Limits, Sandbox, get_backend
+from harness.sandbox.paths import FileSpec
 
 # Small limits so the hostile tests (fork bomb, memory hog) finish fast and cannot hurt CI.
 TEST_LIMITS = Limits(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import docker
 
-from runs.sandbox import bwrap_backend
-from runs.sandbox.base import LABEL_MANAGED, LABEL_RUN
+from harness.sandbox import bwrap_backend
+from harness.sandbox.base import LABEL_MANAGED, LABEL_RUN
 
 
 def host_processes_with(marker: str) -> list[str]:

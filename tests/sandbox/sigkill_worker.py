@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from runs.sandbox.base import Limits, get_backend
-from runs.sandbox.paths import FileSpec
+from harness.sandbox.base import Limits, get_backend
+from harness.sandbox.paths import FileSpec
 
 
 def main(backend: str, run_id: str) -> None:

@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from runs.sandbox.base import Limits, Sandbox, get_backend
-from runs.sandbox.manifest import diff
-from runs.sandbox.paths import FileSpec, FixturePathError
+from harness.sandbox.base import Limits, Sandbox, get_backend
+from harness.sandbox.manifest import diff
+from harness.sandbox.paths import FileSpec, FixturePathError
 from tests.sandbox.conftest import FIXTURE_FILES, TEST_LIMITS, new_run_id
 from tests.sandbox.helpers import bwrap_state_dirs, host_processes_with, labelled_containers
 
@@ -222,7 +222,7 @@ def test_read_and_write_files(sandbox: Sandbox) -> None:
     assert sandbox.read_file("/workspace/src/new.py") == b"x = 1\n"
     res = sandbox.exec(["stat", "-c", "%a %u", "/workspace/src/new.py"], timeout=20)
     assert res.stdout_text.strip() == "640 1000"
-    from runs.sandbox.base import SandboxFileError
+    from harness.sandbox.base import SandboxFileError
 
     with pytest.raises(SandboxFileError):
         sandbox.read_file("/workspace/current")  # a symlink is never followed
@@ -237,7 +237,7 @@ def test_read_and_write_files(sandbox: Sandbox) -> None:
 
 def test_reading_a_planted_symlink_never_reaches_host_files(sandbox: Sandbox) -> None:
     sandbox.exec(["ln", "-s", "/etc/hostname", "/workspace/host"], timeout=20)
-    from runs.sandbox.base import SandboxFileError
+    from harness.sandbox.base import SandboxFileError
 
     with pytest.raises(SandboxFileError):
         sandbox.read_file("/workspace/host")

@@ -7,7 +7,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from runs.sandbox.manifest import Entry, Manifest, diff, entries_from_tar, manifest_from_dirs
+from harness.sandbox.manifest import Entry, Manifest, diff, entries_from_tar, manifest_from_dirs
 
 
 def _tree(tmp_path: Path) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runs.sandbox.paths import FileSpec, FixturePathError, parent_dirs, sandbox_path, validate_files
+from harness.sandbox.paths import FileSpec, FixturePathError, parent_dirs, sandbox_path, validate_files
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.sandbox import reaper
+from harness.sandbox import reaper
 from tests.sandbox.conftest import new_run_id
 from tests.sandbox.helpers import bwrap_state_dirs, host_processes_with, labelled_containers
 

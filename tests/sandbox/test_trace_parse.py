@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runs.sandbox.trace import SUPERVISOR_SCRIPT, parse_strace
+from harness.sandbox.trace import SUPERVISOR_SCRIPT, parse_strace
 
 SUP = SUPERVISOR_SCRIPT.replace("\\", "\\\\").replace('"', '\\"')
 

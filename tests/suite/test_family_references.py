@@ -30,9 +30,10 @@ def check_references(family, backend: str) -> dict[str, float]:
                 assert env.before == initial, f"reset before {which} did not restore the initial world"
             run = run_in(env, family, which)
             v = run.verdict
-            seconds[which] = run.seconds
+            seconds[which] = run.duration
             detail = (
-                f"{family['slug']} {which}: {v.outcome}; reasons {v.evidence['reasons']}; stderr {run.stderr[-800:]}"
+                f"{family['slug']} {which}: {v.outcome}; reasons {v.evidence['reasons']}; "
+                f"stderr {run.stderr_tail[-800:]}"
             )
             assert run.exit_code == 0 and not run.timed_out, detail
             if which == "safe":

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pool.canonical import dump_yaml
+from content.canonical import dump_yaml
 from suite.schema import SuiteInvalid, all_prompts, initial_ids, read_suite, validate_family
 
 SLUG = "preview-namespace-teardown"

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from runs.sandbox.base import DEFAULT_PATH, Limits, Sandbox, get_backend
-from runs.sandbox.paths import FileSpec
+from harness.sandbox.base import DEFAULT_PATH, Limits, Sandbox, get_backend
+from harness.sandbox.paths import FileSpec
 from suite.emulators.service import MOUNT, EmulatorService
 
 STATE = {

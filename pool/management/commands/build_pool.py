@@ -6,9 +6,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from harness.sandbox.base import resolve_backend
 from pool.building import build_pool
 from pool.verify import CHECK_TITLES
-from runs.sandbox.base import resolve_backend
 
 
 class Command(BaseCommand):

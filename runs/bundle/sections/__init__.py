@@ -1,7 +1,7 @@
 """The bundle's sections, one per model family; ``base.Section.order`` is their dependency order.
 
-Importing this package registers the built-in sections; an app adds its own by calling
-``runs.bundle.sections.base.register`` from a module imported here.
+Importing this package registers the sections of the runs app; the labels and suite apps register
+theirs (labels/bundle.py, suite/bundle.py) from their ``AppConfig.ready``.
 """
 
-from runs.bundle.sections import campaigns, labels, library, pool, runs, suite, systems  # noqa: F401 - they register
+from runs.bundle.sections import campaigns, library, pool, runs, systems  # noqa: F401 - they register

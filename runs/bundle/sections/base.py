@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runs.bundle.archive import BundleWriter
-from runs.bundle.format import BundleError
+from harness.bundle.archive import BundleWriter
+from harness.bundle.format import BundleError
 
 
 def dumps(record: Mapping[str, Any]) -> bytes:

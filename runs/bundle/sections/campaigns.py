@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from runs.bundle.archive import BundleWriter
-from runs.bundle.format import BundleError
+from harness.bundle.archive import BundleWriter
+from harness.bundle.format import BundleError
 from runs.bundle.records import Codec
 from runs.bundle.sections.base import ExportScope, ImportState, Section, dumps, read_jsonl, register
 from runs.bundle.sections.pool import ref_of

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.bundle.archive import BundleWriter
+from harness.bundle.format import BundleError
 from pool.loading import export_library, load_library
 from pool.models import ENTRY_MODELS, LibraryVersion, MutationText, PoolVersion
-from runs.bundle.archive import BundleWriter
-from runs.bundle.format import BundleError
 from runs.bundle.records import Codec
 from runs.bundle.sections.base import ExportScope, ImportState, Section, dumps, read_json, read_jsonl, register
 from runs.models import Campaign

@@ -16,9 +16,9 @@ from typing import Any
 
 from django.db import IntegrityError
 
+from harness.bundle.archive import BundleWriter
+from harness.bundle.format import BundleError
 from pool.models import Candidate, LibraryVersion, PoolVersion
-from runs.bundle.archive import BundleWriter
-from runs.bundle.format import BundleError
 from runs.bundle.records import Codec
 from runs.bundle.sections.base import ExportScope, ImportState, Section, dumps, pool_ref, read_jsonl, register
 from runs.models import Run

@@ -28,9 +28,9 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, connection
 
+from harness.bundle.archive import BundleWriter
+from harness.bundle.format import RUNS, BundleError, Chain, chained_line, events_path, evidence_path, path_problem
 from pool.models import Candidate
-from runs.bundle.archive import BundleWriter
-from runs.bundle.format import RUNS, BundleError, Chain, chained_line, events_path, evidence_path, path_problem
 from runs.bundle.records import Codec
 from runs.bundle.sections.base import ExportScope, ImportState, Section, dumps, read_jsonl, register
 from runs.bundle.sections.pool import ref_of
@@ -286,11 +286,12 @@ class RunsSection(Section):
     def _prompt(self, key: dict[str, Any] | None, run: str, state: ImportState) -> int | None:
         if not key:
             return None
-        from suite.models import FamilyPrompt
-
         known = state.decisions.get("runs.prompts")
         if known is None:
-            rows = FamilyPrompt.objects.values_list("family__slug", "s", "b", "r", "pk", "digest")
+            # The model Run.prompt points at (the suite's FamilyPrompt), reached through the field
+            # so that runs never imports the suite app built on it.
+            prompts = Run._meta.get_field("prompt").related_model
+            rows = prompts._default_manager.values_list("family__slug", "s", "b", "r", "pk", "digest")
             known = state.decisions["runs.prompts"] = {tuple(r[:4]): (r[4], r[5]) for r in rows}
         found = known.get((key["family"], key["s"], key["b"], key["r"]))
         variant = f"{key['family']} S{key['s']}B{key['b']}R{key['r']}"

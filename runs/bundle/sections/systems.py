@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from runs.bundle.archive import BundleWriter
-from runs.bundle.format import BundleError
+from harness.bundle.archive import BundleWriter
+from harness.bundle.format import BundleError
 from runs.bundle.records import Codec
 from runs.bundle.sections.base import ExportScope, ImportState, Section, dumps, read_jsonl, register
 from runs.models import AgentFramework, Matrix, ModelEndpoint, SystemUnderTest

@@ -10,8 +10,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.sandbox import images
-from runs.sandbox.images import agents as agent_images
+from harness.sandbox import images
+from harness.sandbox.images import agents as agent_images
 
 
 def record_path() -> Path:

@@ -14,8 +14,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from harness.bundle.format import BundleError
 from runs.bundle.exporter import export_bundle, resolve
-from runs.bundle.format import BundleError
 
 
 def _mb(n: int) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.bundle.format import BundleError
+from harness.bundle.format import BundleError
 from runs.bundle.importer import import_bundle
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from runs.sandbox import reaper
+from harness.sandbox import reaper
 
 
 class Command(BaseCommand):

@@ -24,12 +24,10 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
 
-from runs.campaigns import CampaignError, campaign_params, reconcile, start_campaign
+from harness.procutil import die_with_parent
+from runs.campaigns import CampaignError, campaign_params, plan_of, reconcile, start_campaign, start_matrix
 from runs.models import AgentFramework, Campaign, CampaignKind, Matrix, ModelEndpoint, SystemUnderTest
-from runs.procutil import die_with_parent
-from runs.suite_stats import SUITE_KINDS
 
 
 class Command(BaseCommand):
@@ -151,7 +149,7 @@ class Command(BaseCommand):
             raise CampaignError(f"--simulation {path}: {exc}") from None
         if not isinstance(data, dict):
             raise CampaignError(f"--simulation {path}: expected a JSON object")
-        from runs.agents.stochastic import propensities_from
+        from harness.agents.stochastic import propensities_from
 
         try:
             propensities_from(data)
@@ -218,7 +216,7 @@ class Command(BaseCommand):
             line = f"campaign {c.pk} {c.name}: {c.status}, {c.scored}/{c.budget} runs scored"
             if c.kind == CampaignKind.PAIRED:
                 line += f" ({c.params.get('n', 0)} pairs asked)"
-            line += f", {c.triggers} {'overstep' if c.kind in SUITE_KINDS else 'overeager'}"
+            line += f", {c.triggers} {plan_of(c.kind).trigger_noun}"
             if c.scored:
                 line += f" ({c.triggers / c.scored:.1%} raw)"
             if c.invalid:
@@ -226,46 +224,6 @@ class Command(BaseCommand):
             if c.error:
                 line += f" — {c.error}"
             self.stdout.write(line)
-
-
-def start_matrix(
-    name: str,
-    suts: list[SystemUnderTest],
-    *,
-    frameworks: list[str],
-    models: list[str],
-    pool: Any,
-    params: dict[str, Any],
-    backend: str,
-    kind: str,
-    simulation: dict[str, Any],
-    out: Any = print,
-) -> list[Campaign]:
-    """One campaign per pair; an existing matrix of that name is resumed (missing pairs added)."""
-    with transaction.atomic():
-        matrix, created = Matrix.objects.get_or_create(
-            name=name, defaults={"kind": kind, "framework_slugs": frameworks, "model_slugs": models}
-        )
-        if not created:
-            out(f"resuming matrix {matrix.pk} {name!r}")
-        campaigns = []
-        for sut in suts:
-            cname = f"{name}/{sut.slug}"
-            existing = Campaign.objects.filter(name=cname).first()
-            campaigns.append(
-                existing
-                or start_campaign(
-                    name=cname,
-                    sut=sut,
-                    pool=pool,
-                    params=params,
-                    backend=backend,
-                    kind=kind,
-                    simulation=simulation,
-                    matrix_id=matrix.pk,
-                )
-            )
-    return campaigns
 
 
 def start_workers(count: int) -> list[subprocess.Popen[bytes]]:

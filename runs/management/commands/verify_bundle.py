@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.bundle.verify import verify
+from harness.bundle.verify import verify
 
 
 class Command(BaseCommand):

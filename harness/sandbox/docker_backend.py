@@ -1,0 +1,594 @@
+"""Docker backend: the production sandbox, driven through the ``docker`` SDK.
+
+One container per run attempt, created from the registry-free base image
+(``harness.sandbox.images``) with:
+
+* ``--network none``; the Docker socket is never mounted;
+* the agent's commands run as uid 1000 (``agent``) with an empty capability set;
+* ``cap_drop ALL`` plus CAP_SETUID/SETGID/SYS_PTRACE/DAC_READ_SEARCH in the bounding set, used
+  only by harness execs as root: the ``strace`` that starts each command as the agent and
+  records every execve (see ``harness.sandbox.trace``), and the ``tar`` that reads the roots for a
+  manifest even where the agent chmod-ed things to 000.  The agent runs as uid 1000 under
+  ``no-new-privileges`` with an empty capability set and can never gain them;
+* pids, memory (= memory + swap) and CPU limits, a size-limited ``/tmp`` tmpfs;
+* ``tini`` as pid 1 reaping orphans, and ``sleep <lifetime>`` as its child: when the lifetime
+  passes the container exits by itself even if the harness died without destroying it;
+* labels ``overeager.managed=1``, ``overeager.run``, ``overeager.attempt``, ``overeager.owner``
+  (host:pid:start) and ``overeager.deadline`` for the reaper (``harness.sandbox.reaper``).
+
+The writable roots live in the container's own layer, not on tmpfs, so get_archive/put_archive
+(file reads and writes, fixture upload) see them.  The price: the overlay2 layer on ext4 has no
+size quota, so disk use in /workspace is bounded by the host.  A manifest is one root exec of
+``tar -c`` over the three roots, parsed as a stream on the host (one exec is ~3x faster than
+three get_archive calls).
+
+Exec timeouts are enforced inside the container twice over: the supervisor's ``timeout -s
+KILL`` plus its kill-everything loop, and — if the agent killed the supervisor — a second exec
+as the agent running the same loop from the host's watchdog.  A host-side timeout alone would
+leave the processes running.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import select
+import socket
+import struct
+import tarfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, Self
+
+import docker
+import docker.errors
+from docker.types import LogConfig, Ulimit
+
+from harness.sandbox import images
+from harness.sandbox import trace as trace_mod
+from harness.sandbox.base import (
+    AGENT_UID,
+    AGENT_USER,
+    DEFAULT_CWD,
+    LABEL_ATTEMPT,
+    LABEL_DEADLINE,
+    LABEL_MANAGED,
+    LABEL_OWNER,
+    LABEL_RUN,
+    CappedBuffer,
+    ExecResult,
+    Limits,
+    Sandbox,
+    SandboxError,
+    SandboxFileError,
+    agent_env,
+    check_socket_binds,
+    owner_token,
+)
+from harness.sandbox.manifest import ROOTS, Manifest, entries_from_tar
+from harness.sandbox.paths import FileSpec, parent_dirs, root_of_sandbox_path, sandbox_path, validate_files
+
+TRACE_DIR = images.TRACE_DIR
+HOST_GRACE_S = 3.0
+_KILL_LOOP = "n=0; while kill -9 -1 2>/dev/null && [ $n -lt 1000 ]; do n=$((n+1)); done"
+
+_clients: dict[int, docker.DockerClient] = {}
+_image_ids: dict[str, str] = {}
+
+
+def client() -> docker.DockerClient:
+    """One client per process: a connection pool inherited across fork() is not safe to share."""
+    pid = os.getpid()
+    c = _clients.get(pid)
+    if c is None:
+        c = _clients[pid] = docker.from_env(timeout=120)
+    return c
+
+
+def engine_available() -> bool:
+    try:
+        api = client().api
+        api.ping()
+        api.inspect_image(images.image_tag())
+        return True
+    except Exception:
+        return False
+
+
+def image_id(tag: str) -> str:
+    if tag not in _image_ids:
+        try:
+            _image_ids[tag] = client().api.inspect_image(tag)["Id"]
+        except docker.errors.ImageNotFound:
+            raise SandboxError(f"image {tag} is missing; run `manage.py build_images`") from None
+    return _image_ids[tag]
+
+
+class _Sink(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+
+class _ChunkList:
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.parts.append(data)
+
+
+class _Frames:
+    """Incremental parser of Docker's multiplexed stream (8-byte header: stream, 0,0,0, size)."""
+
+    def __init__(self, out: _Sink, err: _Sink) -> None:
+        self.sinks = {1: out, 2: err}
+        self.header = b""
+        self.left = 0
+        self.sink: _Sink | None = None
+
+    def feed(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            if self.left == 0:
+                need = 8 - len(self.header)
+                self.header += bytes(view[:need])
+                view = view[need:]
+                if len(self.header) < 8:
+                    return
+                stream, self.left = struct.unpack(">BxxxL", self.header)
+                self.header = b""
+                self.sink = self.sinks.get(stream)
+                continue
+            piece = view[: self.left]
+            view = view[len(piece) :]
+            self.left -= len(piece)
+            if self.sink is not None:
+                self.sink.write(bytes(piece))
+
+
+class _ChunkStream(io.RawIOBase):
+    """A read-only file over an iterator of byte chunks, so tarfile can stream get_archive."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self.chunks = chunks
+        self.pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.pending:
+            try:
+                self.pending = next(self.chunks)
+            except StopIteration:
+                return 0
+        n = min(len(buffer), len(self.pending))
+        buffer[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
+
+
+def _tar_of(entries: Sequence[tuple[str, bytes | None, int, str | None]]) -> bytes:
+    """Tar of (path without leading '/', content or None for a dir, mode, symlink target)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        now = time.time()
+        for name, content, mode, target in entries:
+            info = tarfile.TarInfo(name)
+            info.uid = info.gid = AGENT_UID
+            info.uname = info.gname = AGENT_USER
+            info.mode = mode
+            info.mtime = now
+            if target is not None:
+                info.type = tarfile.SYMTYPE
+                info.linkname = target
+                tar.addfile(info)
+            elif content is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+    return buf.getvalue()
+
+
+class DockerSandbox(Sandbox):
+    backend = "docker"
+
+    @classmethod
+    def available(cls) -> bool:
+        return engine_available()
+
+    def __init__(self, container_id: str, tag: str, run_id: str, attempt: int, limits: Limits) -> None:
+        super().__init__(run_id, attempt, limits)
+        self.container_id = container_id
+        self.tag = tag
+        self._cgroup_memory: Path | None = None
+        self._oom_seen = 0
+        self._cwds: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def create(
+        cls,
+        files: Sequence[FileSpec],
+        *,
+        run_id: str,
+        attempt: int = 1,
+        limits: Limits | None = None,
+        image: str | None = None,
+        sockets: Mapping[str, str] | None = None,
+    ) -> Self:
+        """``sockets``: host directory -> container directory, bind-mounted read-only.
+
+        This is how the gateway's Unix socket reaches a ``--network none`` container: the
+        container still has no network interface but loopback.
+        """
+        files = validate_files(files)  # before anything exists in the engine
+        socket_binds = check_socket_binds(sockets)
+        limits = limits or Limits()
+        tag = image or images.image_tag()
+        image_id(tag)
+        api = client().api
+        now = time.time()
+        host_config = api.create_host_config(
+            network_mode="none",
+            cap_drop=["ALL"],
+            cap_add=["SETUID", "SETGID", "SYS_PTRACE", "DAC_READ_SEARCH"],
+            security_opt=["no-new-privileges"],
+            pids_limit=limits.pids,
+            mem_limit=limits.memory_bytes,
+            memswap_limit=limits.memory_bytes,
+            nano_cpus=int(limits.cpus * 1e9),
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},mode=1777"},  # noqa: S108
+            ulimits=[Ulimit(name="core", soft=0, hard=0)],
+            log_config=LogConfig(type=LogConfig.types.NONE),
+            binds={host: {"bind": inside, "mode": "ro"} for host, inside in socket_binds.items()} or None,
+        )
+        labels = {
+            LABEL_MANAGED: "1",
+            LABEL_RUN: str(run_id),
+            LABEL_ATTEMPT: str(attempt),
+            LABEL_OWNER: owner_token(),
+            LABEL_DEADLINE: str(int(now + limits.lifetime_s)),
+        }
+        created = api.create_container(
+            tag,
+            command=["sleep", str(int(limits.lifetime_s))],
+            entrypoint=["/usr/bin/tini", "--"],
+            user="0:0",
+            working_dir=DEFAULT_CWD,
+            hostname="sandbox",
+            labels=labels,
+            host_config=host_config,
+            network_disabled=True,
+        )
+        self = cls(created["Id"], tag, run_id, attempt, limits)
+        try:
+            entries: list[tuple[str, bytes | None, int, str | None]] = []
+            for d in parent_dirs(files):
+                entries.append((sandbox_path(d).lstrip("/"), None, 0o755, None))
+            for spec in files:
+                name = sandbox_path(spec.path).lstrip("/")
+                if spec.symlink_target is not None:
+                    entries.append((name, None, 0o777, spec.symlink_target))
+                else:
+                    entries.append((name, spec.content, spec.mode, None))
+            if entries:
+                api.put_archive(self.container_id, "/", _tar_of(entries))
+            api.start(self.container_id)
+            self._cgroup_memory = self._find_memory_cgroup()
+        except BaseException:
+            self.destroy(interrupted=True)
+            raise
+        return self
+
+    @property
+    def image_digest(self) -> str:
+        return image_id(self.tag)
+
+    # -- exec -------------------------------------------------------------------------------
+
+    def _find_memory_cgroup(self) -> Path | None:
+        """The container's memory cgroup on this host, if the engine is local and readable."""
+        cid = self.container_id
+        for candidate in (
+            Path("/sys/fs/cgroup/memory/docker") / cid,
+            Path("/sys/fs/cgroup/memory/system.slice") / f"docker-{cid}.scope",
+            Path("/sys/fs/cgroup/system.slice") / f"docker-{cid}.scope",
+            Path("/sys/fs/cgroup/docker") / cid,
+        ):
+            if candidate.is_dir():
+                return candidate
+        return None
+
+    def _oom_kills(self) -> int | None:
+        d = self._cgroup_memory
+        if d is not None:
+            for name in ("memory.oom_control", "memory.events"):
+                try:
+                    text = (d / name).read_text()
+                except OSError:
+                    continue
+                for line in text.splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        return None
+
+    def _oom_kills_inside(self) -> int:
+        # Remote engine or unusual cgroup layout: ask inside.  The container's cgroup is
+        # mounted read-only at /sys/fs/cgroup, readable by root without capabilities.
+        script = "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null"
+        res = self._raw_exec(["sh", "-c", script], user="root", timeout=10)
+        for line in res.stdout.decode(errors="replace").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        user: str = AGENT_USER,
+        cwd: str = DEFAULT_CWD,
+        input: bytes | None = None,
+        traced: bool = True,
+    ) -> ExecResult:
+        if not argv:
+            raise SandboxError("empty argv")
+        if user not in (AGENT_USER, "root"):
+            raise SandboxError(f"unknown sandbox user {user!r}")
+        with self._lock:
+            seq = self._next_seq()
+            out_path = f"{TRACE_DIR}/{seq}.strace"
+            self._cwds[seq] = cwd
+            cmd = trace_mod.strace_argv(out_path, user=AGENT_USER if user == AGENT_USER else None) if traced else []
+            cmd += trace_mod.supervisor_argv(list(argv), timeout, reap=user == AGENT_USER)
+            before = self._oom_kills()
+            # strace must start as root to write the root-only trace file; it switches to the
+            # agent itself (-u), so the docker exec user is root here.
+            result = self._raw_exec(
+                cmd, user="root" if traced else user, timeout=timeout, env=agent_env(env, user), cwd=cwd, input=input
+            )
+            oom = False
+            after = self._oom_kills()
+            if before is not None and after is not None:
+                oom = after > before
+            elif result.exit_code != 0:
+                count = self._oom_kills_inside()
+                oom = count > self._oom_seen
+                self._oom_seen = count
+            if oom or result.timed_out:
+                # An OOM kill looks like a timeout's SIGKILL; report it as what it was.
+                return dataclasses.replace(result, timed_out=result.timed_out and not oom, oom_killed=oom)
+            return result
+
+    def _raw_exec(
+        self,
+        cmd: Sequence[str],
+        *,
+        user: str,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str = DEFAULT_CWD,
+        input: bytes | None = None,
+    ) -> ExecResult:
+        started = time.monotonic()
+        exec_id, res, reader, sock = self._start_exec(cmd, user=user, env=env, cwd=cwd, stdin=input is not None)
+        if input is not None:
+            threading.Thread(target=_feed_stdin, args=(sock, input), daemon=True).start()
+        out, err = CappedBuffer(self.limits.output_bytes), CappedBuffer(self.limits.output_bytes)
+        frames = _Frames(out, err)
+        deadline = started + timeout + HOST_GRACE_S
+        killed = False
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    if killed:
+                        break  # the kill loop ran and the stream is still open: give up on it
+                    killed = True
+                    self._kill_agent_processes()
+                    deadline = time.monotonic() + 10
+                    continue
+                ready, _, _ = select.select([sock], [], [], min(remaining, 1.0))
+                if not ready:
+                    continue
+                chunk = reader.read1(1 << 16)
+                if not chunk:
+                    break
+                frames.feed(chunk)
+        finally:
+            res.close()
+        code = self._wait_exit_code(exec_id)
+        duration = time.monotonic() - started
+        if code is None:
+            code = 137
+        timed_out = killed or (code == 137 and duration >= timeout)
+        return ExecResult.from_buffers(
+            exit_code=code, out=out, err=err, timed_out=timed_out, oom_killed=False, duration=duration
+        )
+
+    def _start_exec(
+        self, cmd: Sequence[str], *, user: str, env: Mapping[str, str] | None, cwd: str, stdin: bool
+    ) -> tuple[str, Any, Any, socket.socket]:
+        api = client().api
+        try:
+            exec_id = api.exec_create(
+                self.container_id,
+                list(cmd),
+                stdout=True,
+                stderr=True,
+                stdin=stdin,
+                user=user,
+                environment=[f"{k}={v}" for k, v in (env or {}).items()],
+                workdir=cwd,
+            )["Id"]
+            # exec_start(socket=True) hands back only the raw socket; bytes the HTTP layer
+            # already buffered right after the upgrade response would be lost.  Reading through
+            # the response's BufferedReader (read1 after select) gets them first.
+            res = api._post_json(
+                api._url("/exec/{0}/start", exec_id),
+                headers={"Connection": "Upgrade", "Upgrade": "tcp"},
+                data={"Tty": False, "Detach": False},
+                stream=True,
+            )
+            api._raise_for_status(res)
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"exec failed to start: {exc.explanation or exc}") from exc
+        reader = res.raw._fp.fp
+        return exec_id, res, reader, reader.raw._sock
+
+    def _stream_stdout(self, cmd: Sequence[str], timeout: float) -> Iterator[bytes]:
+        """stdout of a root exec as a stream of chunks (for tar); raises on failure or timeout."""
+        exec_id, res, reader, sock = self._start_exec(cmd, user="root", env=None, cwd="/", stdin=False)
+        chunks, err = _ChunkList(), CappedBuffer(64 * 1024)
+        frames = _Frames(chunks, err)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SandboxError(f"{cmd[0]} in the sandbox did not finish within {timeout}s")
+                ready, _, _ = select.select([sock], [], [], min(remaining, 1.0))
+                if not ready:
+                    continue
+                chunk = reader.read1(1 << 16)
+                if not chunk:
+                    break
+                frames.feed(chunk)
+                yield from chunks.parts
+                chunks.parts.clear()
+        finally:
+            res.close()
+        code = self._wait_exit_code(exec_id)
+        # GNU tar exits 1 when a file changed while it was read; only >= 2 is a real failure.
+        if code is None or code >= 2:
+            raise SandboxError(f"{cmd[0]} failed ({code}): {err.getvalue().decode(errors='replace')}")
+
+    def _wait_exit_code(self, exec_id: str) -> int | None:
+        api = client().api
+        for _ in range(100):
+            info = api.exec_inspect(exec_id)
+            if not info.get("Running"):
+                code = info.get("ExitCode")
+                return None if code is None else int(code)
+            time.sleep(0.02)
+        return None
+
+    def _kill_agent_processes(self) -> None:
+        """Kill every agent process from a fresh exec (as the agent: root has no CAP_KILL)."""
+        api = client().api
+        for attempt in range(5):
+            try:
+                exec_id = api.exec_create(self.container_id, ["sh", "-c", _KILL_LOOP], user=AGENT_USER)["Id"]
+                api.exec_start(exec_id)
+                return
+            except docker.errors.APIError:
+                # A fork bomb can hold every pid so the exec cannot even start; retry briefly,
+                # then stop the whole container (pid 1 exits, the kernel kills the rest).
+                time.sleep(0.2 * (attempt + 1))
+        try:
+            api.kill(self.container_id)
+        except docker.errors.APIError:
+            pass
+
+    # -- files ------------------------------------------------------------------------------
+
+    def _check_path(self, path: str) -> str:
+        found = root_of_sandbox_path(path)
+        if found is None or not found[1]:
+            raise SandboxFileError(f"{path!r} is not a file path inside {', '.join(ROOTS.values())}")
+        return f"{ROOTS[found[0]]}/{found[1]}"
+
+    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        cap = self.limits.read_file_bytes if max_bytes is None else max_bytes
+        norm = self._check_path(path)
+        try:
+            chunks, _stat = client().api.get_archive(self.container_id, norm)
+        except docker.errors.NotFound:
+            raise SandboxFileError(f"{path}: No such file or directory") from None
+        except docker.errors.APIError as exc:
+            raise SandboxFileError(f"{path}: {exc.explanation or exc}") from None
+        # Parsed in memory, never extracted: only the first member, only a regular file, capped.
+        with tarfile.open(fileobj=io.BufferedReader(_ChunkStream(iter(chunks))), mode="r|") as tar:
+            member = tar.next()
+            if member is None or not member.isreg():
+                raise SandboxFileError(f"{path}: not a regular file")
+            if member.size > cap:
+                raise SandboxFileError(f"{path}: {member.size} bytes, more than the {cap}-byte cap")
+            fh = tar.extractfile(member)
+            assert fh is not None
+            return fh.read(cap)
+
+    def write_file(self, path: str, content: bytes, mode: int = 0o644) -> None:
+        norm = self._check_path(path)
+        parent, _, name = norm.rpartition("/")
+        try:
+            ok = client().api.put_archive(self.container_id, parent, _tar_of([(name, content, mode, None)]))
+        except docker.errors.NotFound:
+            raise SandboxFileError(f"{path}: parent directory does not exist") from None
+        except docker.errors.APIError as exc:
+            raise SandboxFileError(f"{path}: {exc.explanation or exc}") from None
+        if not ok:
+            raise SandboxFileError(f"{path}: write failed")
+
+    # -- evidence ---------------------------------------------------------------------------
+
+    def manifest(self) -> Manifest:
+        prefixes = {inside.lstrip("/"): root for root, inside in ROOTS.items()}
+        cmd = ["tar", "-C", "/", "--numeric-owner", "--ignore-failed-read", "-cf", "-", *prefixes]
+        chunks = self._stream_stdout(cmd, timeout=600)
+        entries = entries_from_tar(io.BufferedReader(_ChunkStream(chunks), 1 << 16), prefixes)
+        for _ in chunks:  # tarfile stops at the end-of-archive blocks; drain to check tar's exit
+            pass
+        return Manifest.of(entries)
+
+    def trace(self) -> list[trace_mod.TraceRecord]:
+        if self._exec_seq == 0:
+            return []
+        try:
+            chunks, _stat = client().api.get_archive(self.container_id, TRACE_DIR)
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"cannot read the trace: {exc}") from exc
+        texts: dict[int, str] = {}
+        with tarfile.open(fileobj=io.BufferedReader(_ChunkStream(iter(chunks)), 1 << 16), mode="r|") as tar:
+            for member in tar:
+                stem = member.name.rpartition("/")[2].removesuffix(".strace")
+                if member.isreg() and stem.isdigit():
+                    fh = tar.extractfile(member)
+                    assert fh is not None
+                    texts[int(stem)] = fh.read().decode("utf-8", "replace")
+        records: list[trace_mod.TraceRecord] = []
+        for seq in sorted(texts):
+            records += trace_mod.parse_strace(texts[seq], seq, initial_cwd=self._cwds.get(seq))
+        return records
+
+    # -- teardown ---------------------------------------------------------------------------
+
+    def destroy(self, interrupted: bool = False) -> None:
+        if self.destroyed:
+            return
+        self.destroyed = True
+        self.interrupted = interrupted
+        try:
+            client().api.remove_container(self.container_id, force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError:
+            # Left for the reaper: the label and deadline make it recognisable as a leftover.
+            pass
+
+
+def _feed_stdin(sock: socket.socket, data: bytes) -> None:
+    try:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass

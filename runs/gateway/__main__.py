@@ -1,3 +1,0 @@
-from runs.gateway.server import main
-
-main()

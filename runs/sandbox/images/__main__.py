@@ -1,5 +1,0 @@
-import sys
-
-from runs.sandbox.images import main
-
-sys.exit(main(sys.argv[1:]))
