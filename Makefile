@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/overeager
 export REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: install install-dev demo serve test lint format typecheck check-deploy migrations-check ci clean \
+.PHONY: install install-dev demo serve test test-fast lint format typecheck check-deploy migrations-check ci clean \
 	images sandbox selfcheck bench-sandbox bench-pool bench-dashboard bench-bundle bench-campaign local-model local-model-serve local-model-smoke
 
 $(VENV)/.runtime: requirements.txt
@@ -30,9 +30,16 @@ demo: install
 
 test: install-dev
 	bash scripts/ensure_services.sh
-	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest --durations=25 $(PYTEST_ARGS)
+
+# The fast lane (under 5 minutes here): no browser, no real agent CLI images, no executed pool
+# builds or real-worker campaigns — the tests marked `slow`. `make test` is the whole suite.
+test-fast: install-dev
+	bash scripts/ensure_services.sh
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest -m "not slow and not browser" --durations=10 $(PYTEST_ARGS)
 
 lint: install-dev
+	$(PY) scripts/check_imports.py
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .

@@ -2,11 +2,11 @@
 
     .venv/bin/python bench/bundle.py [--runs 10000] [--keep] [--compress-level 6]
 
-Seeds a finished SNARE campaign with realistic rows and evidence (tests/bundles/synthetic.py:
+Seeds a finished SNARE campaign with realistic rows and evidence (tests/runs/bundle/synthetic.py:
 20–200 transcript events per attempt, a gateway.jsonl of a few tens of KB, agent output and
 run.json; ~8 % of slots with an invalid first attempt and a retry, ~1 % dropped after three) into a
 PostgreSQL database of its own, then runs each step as its own process, exactly as an operator
-would, and measures its wall time and peak RSS (tests/bundles/measure.py):
+would, and measures its wall time and peak RSS (tests/runs/bundle/measure.py):
 
     manage.py export_bundle --campaign … --out bundle.tar.gz     (source database)
     manage.py verify_bundle bundle.tar.gz
@@ -71,7 +71,7 @@ def _env(db: str, evidence: Path) -> dict[str, str]:
 
 def _run(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """Run ``manage.py ARGS``; return (seconds, peak RSS in MB, output)."""
-    from tests.bundles.measure import measured
+    from tests.runs.bundle.measure import measured
 
     code, seconds, rss, output = measured([sys.executable, str(MANAGE), *args], env, cwd=str(ROOT))
     if code != 0:
@@ -108,7 +108,7 @@ def main() -> int:
 
         from runs.models import RunAttempt, RunEvent
         from runs.stats import campaign_data
-        from tests.bundles import synthetic
+        from tests.runs.bundle import synthetic
 
         call_command("migrate", verbosity=0)
         _run(["migrate", "--verbosity", "0"], target_env)

@@ -64,7 +64,7 @@ def main() -> int:
 def run(args: argparse.Namespace, queue: str) -> int:
     from runs.campaigns import campaign_params, start_campaign
     from runs.models import AgentFramework, Campaign, ModelEndpoint, Run, RunAttempt, SystemUnderTest
-    from tests.campaigns.poolcache import verified_pool
+    from tests.runs.campaigns.poolcache import verified_pool
 
     print("loading the verified pool (built and cached under var/test-cache/ on first use) …", flush=True)
     pool = verified_pool()

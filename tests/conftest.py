@@ -1,9 +1,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.conf import settings
@@ -12,16 +10,6 @@ from django.contrib.auth.models import Group, User
 from overeager.roles import ROLES, sync_groups
 
 REPO_LIBRARY = Path(settings.BASE_DIR) / "pool" / "libraries"
-
-
-@pytest.fixture(autouse=True)
-def isolated_prefixes(settings: Any) -> Iterator[str]:
-    """Every test gets cache and channel-layer prefixes of its own (see factories.isolate_prefixes)."""
-    from tests.dashboard.factories import drop_prefix, isolate_prefixes
-
-    prefix = isolate_prefixes(settings)
-    yield prefix
-    drop_prefix(settings, prefix)
 
 
 @pytest.fixture

@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 import pytest
 from django.conf import settings
 
-from tests.dashboard import factories
+from tests import factories
+from tests.common import isolated_prefixes  # noqa: F401 - autouse fixtures this directory opts into
 
 T = TypeVar("T")
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")

@@ -16,8 +16,8 @@ import time
 import pytest
 
 from runs.models import Campaign, Run
+from tests import factories
 from tests.browser.conftest import as_worker, login, shot
-from tests.dashboard import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

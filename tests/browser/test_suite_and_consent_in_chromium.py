@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from runs.models import Campaign
+from tests import factories
+from tests import factories as sf
 from tests.browser.conftest import as_worker, login, shot
-from tests.dashboard import factories
-from tests.dashboard import suite_factories as sf
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from harness.gateway.protocols import ApiKind, Reply, Usage, render_body
+from tests.common import isolated_prefixes  # noqa: F401 - autouse fixtures this directory opts into
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from labels.models import JudgeLabel, ValidationQueue
 from overeager.roles import ROLES, VALIDATOR, sync_groups
 from runs.models import Campaign, Run, RunAttempt, RunEvent, event_summary
-from tests.dashboard import factories
+from tests import factories
 
 _rounds = itertools.count(1)
 

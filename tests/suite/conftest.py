@@ -15,6 +15,7 @@ import pytest
 from suite.emulators.base import Result
 from suite.emulators.service import EmulatorService
 from suite.schema import read_suite
+from tests.common import axes, evidence_root, fast_password_hashing, isolated_prefixes  # noqa: F401 - autouse fixtures this directory opts into
 
 FAMILY_DIR = Path(__file__).resolve().parents[2] / "suite" / "families"
 

@@ -1,0 +1,3 @@
+"""Tests of the runs app: private cache and channel-layer prefixes."""
+
+from tests.common import isolated_prefixes  # noqa: F401 - autouse fixtures this directory opts into

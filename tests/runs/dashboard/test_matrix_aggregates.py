@@ -1,0 +1,108 @@
+"""Matrix aggregates: pair rates with intervals, decomposition, Fisher/BH contrasts, filters."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from oracles.statistics import Counts, pairwise_contrasts, wilson
+from runs import stats
+from runs.models import Run
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def grid(axes):
+    archetypes, modes = axes
+    cells = factories.planted_cells(archetypes[:8], modes, per_cell=3)
+    m = factories.matrix(["fw-a", "fw-b"], ["m-1", "m-2", "m-3"], cells, dict(archetypes))
+    return m, archetypes, modes
+
+
+def _pair_counts(matrix, **filters):
+    out = {}
+    for c in matrix.campaigns.select_related("sut__framework", "sut__model"):
+        qs = Run.objects.filter(campaign=c).scored().filter(**filters)
+        out[(c.sut.framework.slug, c.sut.model.slug)] = Counts(qs.filter(overeager=True).count(), qs.count())
+    return out
+
+
+def test_the_pair_heatmap_follows_the_matrix_order_with_wilson_intervals(grid):
+    m, _, _ = grid
+    data = stats.matrix_data(m)
+    hm = data["heatmap"]
+    assert hm["y"] == ["fw-a", "fw-b"] and hm["x"] == ["m-1", "m-2", "m-3"]
+    truth = _pair_counts(m)
+    k, n, low, high, *_ = hm["customdata"][1][2]
+    assert Counts(k, n) == truth[("fw-b", "m-3")]
+    assert (low, high) == pytest.approx((wilson(k, n).low, wilson(k, n).high))
+    assert len(data["pairs"]) == 6 and data["overall"]["n"] == sum(c.n for c in truth.values())
+
+
+def test_contrasts_are_fisher_tests_with_bh_q_values_sorted_by_q(grid):
+    m, _, _ = grid
+    data = stats.matrix_data(m)
+    expected = pairwise_contrasts(_pair_counts(m))
+    assert len(data["contrasts"]) == len(expected) == 15
+    qs = [c["q"] for c in data["contrasts"]]
+    assert qs == sorted(qs)
+    assert sorted(c["q"] for c in data["contrasts"]) == pytest.approx(sorted(c.q for c in expected))
+    assert data["significant"] == sum(c.significant for c in expected)
+
+
+def test_the_decomposition_needs_every_pair_and_gives_three_shares_with_intervals(grid, axes):
+    m, archetypes, _ = grid
+    d = stats.matrix_data(m)["decomposition"]
+    assert d["available"] and [s["name"] for s in d["shares"]] == ["framework", "model", "interaction"]
+    for s in d["shares"]:
+        assert 0.0 <= s["low"] <= s["high"] <= 1.0
+    # A matrix with a pair that has no scored runs says why it cannot be decomposed.
+    partial = factories.matrix(["x", "y"], ["p", "q"], {(archetypes[0][0], "silent"): (1, 3)}, dict(archetypes))
+    Run.objects.filter(
+        campaign__matrix=partial, campaign__sut__framework__slug="y", campaign__sut__model__slug="q"
+    ).delete()
+    d = stats.matrix_data(partial)["decomposition"]
+    assert not d["available"] and "3 of 4 pairs" in d["reason"]
+
+
+def test_filters_restrict_every_chart_to_the_tier_and_consent_mode(grid):
+    m, _, _ = grid
+    data = stats.matrix_data(m, tier="high", consent="silent")
+    truth = _pair_counts(m, archetype_tier="high", consent="silent")
+    k, n = data["heatmap"]["customdata"][0][0][:2]
+    assert Counts(k, n) == truth[("fw-a", "m-1")] and n > 0
+    assert data["filters"] == {"tier": "high", "consent": "silent"}
+    assert data["overall"]["n"] == sum(c.n for c in truth.values()) < stats.matrix_data(m)["overall"]["n"]
+
+
+def test_matrix_aggregates_are_one_group_by_and_cached(grid):
+    m, _, _ = grid
+    with CaptureQueriesContext(connection) as cold:
+        stats.matrix_data(m)
+    with CaptureQueriesContext(connection) as warm:
+        stats.matrix_data(m)
+    group_bys = [q for q in cold.captured_queries if "GROUP BY" in q["sql"]]
+    assert len(group_bys) == 1
+    assert len(warm.captured_queries) == 1  # the member campaigns (live progress), nothing else
+    stats.bump(m.campaigns.first().pk, m.pk)
+    with CaptureQueriesContext(connection) as after_bump:
+        stats.matrix_data(m)
+    assert any("GROUP BY" in q["sql"] for q in after_bump.captured_queries)
+
+
+def test_csv_tables_for_every_matrix_chart(grid):
+    m, _, _ = grid
+    data = stats.matrix_data(m)
+    header, rows = stats.rows_for_csv(data, "heatmap", "matrix")
+    assert header[:4] == ["framework", "model", "successes", "n"] and len(rows) == 6
+    assert len(stats.rows_for_csv(data, "contrasts", "matrix")[1]) == 15
+    assert [r[0] for r in stats.rows_for_csv(data, "decomposition", "matrix")[1]] == [
+        "framework",
+        "model",
+        "interaction",
+    ]
+    with pytest.raises(KeyError):
+        stats.rows_for_csv(data, "posterior", "matrix")
