@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -71,3 +72,18 @@ def dump_yaml(data: Any) -> str:
         indent=2,
     )
     return text
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` atomically unless it already holds exactly that; True if written.
+
+    Leaving unchanged files alone keeps their mtimes, so ``git status`` and editors stay quiet after
+    an export of unchanged content.
+    """
+    data = text.encode("utf-8")
+    if path.exists() and not path.is_symlink() and path.read_bytes() == data:
+        return False
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return True

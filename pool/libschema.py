@@ -11,20 +11,44 @@ Run ``python -m pool.libschema pool/libraries`` to validate without Django.
 
 from __future__ import annotations
 
-import posixpath
 import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import yaml
 
-SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-KEY_RE = re.compile(r"^[a-z0-9]+([-_][a-z0-9]+)*$")
+from content.schema import (
+    KEY_RE,
+    MAX_CONTENT,
+    Collector,
+    ContentError,
+    ContentInvalid,
+    Field,
+    Record,
+    check_no_symlink_prefix,
+    load_strict,
+    read_text,
+    validate_record,
+    yaml_problem,
+)
+from content.schema import author as _author
+from content.schema import check_rooted_path as rooted_path
+from content.schema import check_symlink_target as symlink_target
+from content.schema import (
+    field_problems as record_field_problems,
+)
+from content.schema import iso_date as _date
+from content.schema import key as _key
+from content.schema import mode as _mode
+from content.schema import one_line as _one_line
+from content.schema import regex as _regex
+from content.schema import rel_path as _rel
+from content.schema import slug as _slug
+
 PLACEHOLDER_RE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
-MODE_RE = re.compile(r"^0?[0-7]{3}$")
 
 ROOTS = ("workspace", "home", "remote")
 TIERS = ("high", "medium", "long-tail")
@@ -81,10 +105,6 @@ SEED_OPS_OPTIONAL = ("fix", "lint", "lint_fix")
 SEED_OPS = SEED_OPS_REQUIRED + SEED_OPS_OPTIONAL
 MUTATION_OPERATORS = ("prompt_prepend", "prompt_append", "file_addition")
 
-MAX_FILE_BYTES = 1024 * 1024
-MAX_CONTENT = 256 * 1024
-MAX_PROSE = 16 * 1024
-MAX_LIST = 2000
 
 # Minimum library sizes the benchmark needs (SPEC §2). Not enforced by the loader — a curator
 # may be mid-edit — but reported by `library_report` and asserted by the test suite.
@@ -94,178 +114,27 @@ KINDS = ("archetypes", "consent", "skeletons", "seeds")
 MUTATIONS_FILE = "mutations.yaml"
 
 
-@dataclass(frozen=True)
-class LibraryError:
-    file: str
-    entry: str
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        where = self.file
-        if self.entry:
-            where += f": entry {self.entry!r}"
-        if self.field:
-            where += f", field {self.field!r}"
-        return f"{where}: {self.message}"
+class LibraryError(ContentError):
+    noun: ClassVar[str] = "entry"
 
 
-class LibraryInvalid(Exception):  # noqa: N818 - reads as "the library is invalid"
-    def __init__(self, errors: list[LibraryError]) -> None:
-        self.errors = errors
-        shown = "\n".join(f"  - {e}" for e in errors[:50])
-        more = f"\n  … and {len(errors) - 50} more" if len(errors) > 50 else ""
-        super().__init__(f"{len(errors)} problem(s) in the libraries; nothing was loaded:\n{shown}{more}")
-
-
-# ---------------------------------------------------------------------------------------------
-# Strict YAML: safe types only, no tags, no anchors/aliases, no duplicate keys.
-
-
-def _yaml_error(problem: str, mark: Any) -> yaml.MarkedYAMLError:
-    return yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
-
-
-class _StrictLoader(yaml.SafeLoader):
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event: Any = self.peek_event()
-        # Aliases are how "billion laughs" bombs expand; anchors without aliases are useless here.
-        if isinstance(event, yaml.AliasEvent):
-            raise _yaml_error("aliases (*name) are not allowed in library files", event.start_mark)
-        anchor = getattr(event, "anchor", None)
-        if anchor is not None:
-            raise _yaml_error(f"anchors (&{anchor}) are not allowed in library files", event.start_mark)
-        tag = getattr(event, "tag", None)
-        if tag is not None and tag != "!":
-            raise _yaml_error(
-                f"YAML tags ({tag}) are not allowed in library files; write plain values", event.start_mark
-            )
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, str):
-                raise _yaml_error(f"mapping keys must be strings, got {key!r}", key_node.start_mark)
-            if key in seen:
-                raise _yaml_error(f"duplicate key {key!r}", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    lambda loader, node: loader.construct_mapping(node, deep=True),  # type: ignore[arg-type]
-)
+class LibraryInvalid(ContentInvalid):
+    what: ClassVar[str] = "the libraries"
 
 
 def parse_yaml(text: str, filename: str) -> Any:
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - strict subclass of SafeLoader
+        return load_strict(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise LibraryInvalid([LibraryError(filename, "", "", f"invalid YAML{where}: {problem}")]) from None
-
-
-# ---------------------------------------------------------------------------------------------
-# Paths
-
-
-def check_rel_path(rel: str, *, allow_glob: bool = False) -> str | None:
-    """Return an error message, or None when ``rel`` is a clean relative path."""
-    if not rel:
-        return "path is empty"
-    if "\x00" in rel or "\\" in rel:
-        return "path contains a NUL byte or a backslash"
-    if rel.startswith("/"):
-        return f"path {rel!r} is absolute; paths are relative to their root"
-    parts = rel.split("/")
-    if ".." in parts:
-        return f"path {rel!r} contains '..'; it must stay inside its root"
-    if any(p in ("", ".") for p in parts):
-        return f"path {rel!r} is not normalised (empty or '.' segment)"
-    if not allow_glob and any(c in rel for c in "*?["):
-        return f"path {rel!r} contains glob characters"
-    if len(rel) > 400:
-        return "path is longer than 400 characters"
-    return None
+        raise LibraryInvalid([LibraryError(filename, "", "", yaml_problem(exc))]) from None
 
 
 def check_rooted_path(path: str, *, allow_glob: bool = False) -> str | None:
-    root, _, rel = path.partition("/")
-    if root not in ROOTS:
-        return f"path {path!r} must start with one of {', '.join(r + '/' for r in ROOTS)}"
-    return check_rel_path(rel, allow_glob=allow_glob)
+    return rooted_path(path, ROOTS, allow_glob=allow_glob)
 
 
 def check_symlink_target(link: str, target: str) -> str | None:
-    """A symlink's target must be relative and resolve inside the link's root."""
-    if target.startswith("/"):
-        return f"symlink target {target!r} is absolute; it would point outside the sandbox root"
-    _root, _, rel = link.partition("/") if link.split("/")[0] in ROOTS else ("", "", link)
-    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
-    if resolved == ".." or resolved.startswith("../") or resolved.startswith("/"):
-        return f"symlink target {target!r} escapes its root"
-    return None
-
-
-def check_no_symlink_prefix(path: str, symlinks: set[str]) -> str | None:
-    parts = PurePosixPath(path).parts
-    for i in range(1, len(parts)):
-        prefix = "/".join(parts[:i])
-        if prefix in symlinks:
-            return f"path {path!r} goes through the symlink {prefix!r}"
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Schema
-
-
-Check = Callable[[Any], "str | None"]
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: str  # str | text | content | bool | list | strmap | record | opmap
-    required: bool = True
-    default: Any = None
-    choices: tuple[str, ...] | None = None
-    check: Check | None = None
-    item: Field | Record | None = None
-    limit: int = MAX_PROSE
-
-
-@dataclass(frozen=True)
-class Record:
-    fields: tuple[Field, ...]
-
-    def names(self) -> list[str]:
-        return [f.name for f in self.fields]
-
-
-def _slug(v: str) -> str | None:
-    return None if SLUG_RE.match(v) else f"{v!r} is not a slug ([a-z0-9] words joined by '-')"
-
-
-def _key(v: str) -> str | None:
-    return None if KEY_RE.match(v) else f"{v!r} is not an id ([a-z0-9] words joined by '-' or '_')"
-
-
-def _regex(v: str) -> str | None:
-    try:
-        re.compile(v)
-    except re.error as exc:
-        return f"invalid regular expression: {exc}"
-    return None
-
-
-def _mode(v: str) -> str | None:
-    return None if MODE_RE.match(v) else f"mode {v!r} must be octal like '0644' (quoted)"
+    return symlink_target(link, target, ROOTS)
 
 
 def _rooted(v: str) -> str | None:
@@ -276,21 +145,8 @@ def _rooted_glob(v: str) -> str | None:
     return check_rooted_path(v, allow_glob=True)
 
 
-def _rel(v: str) -> str | None:
-    return check_rel_path(v)
-
-
-def _one_line(v: str) -> str | None:
-    return "must be a single line" if "\n" in v.strip() else None
-
-
-def _author(v: str) -> str | None:
-    return None if re.match(r"^[^<>\n]+ <[^<>\s]+@[^<>\s]+>$", v) else "author must read 'Name <email>'"
-
-
-def _date(v: str) -> str | None:
-    ok = re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}([+-]\d{2}:\d{2}|Z)$", v)
-    return None if ok else "date must be ISO 8601 with a time zone, e.g. '2025-01-14T09:12:00+00:00' (quoted)"
+class _Collector(Collector):
+    error = LibraryError
 
 
 GROUNDING = Record(
@@ -446,115 +302,6 @@ MUTATIONS = Record(
     )
 )
 SCHEMAS = {"archetypes": ARCHETYPE, "consent": CONSENT, "skeletons": SKELETON, "seeds": SEED}
-
-
-class _Collector:
-    def __init__(self, file: str, entry: str) -> None:
-        self.file = file
-        self.entry = entry
-        self.errors: list[LibraryError] = []
-
-    def add(self, where: str, message: str) -> None:
-        self.errors.append(LibraryError(self.file, self.entry, where, message))
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "nothing (null)"
-    return {
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "a mapping",
-    }.get(type(value), type(value).__name__)
-
-
-def _validate(value: Any, spec: Field | Record, where: str, out: _Collector) -> Any:
-    if isinstance(spec, Record):
-        return _validate_record(value, spec, where, out)
-    expected = spec.type
-    if expected in ("str", "text", "content"):
-        if not isinstance(value, str):
-            hint = ""
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                hint = " (quote it, e.g. '0644' or '1.4.2')"
-            elif value.__class__.__name__ in ("datetime", "date"):
-                hint = " (quote dates)"
-            out.add(where, f"expected a string, got {_type_name(value)}{hint}")
-            return None
-        if len(value) > spec.limit:
-            out.add(where, f"is {len(value):,} characters long; the limit is {spec.limit:,}")
-            return None
-        if spec.choices is not None and value not in spec.choices:
-            out.add(where, f"{value!r} is not one of: {', '.join(c for c in spec.choices if c) or '(empty)'}")
-            return None
-        if spec.check is not None:
-            problem = spec.check(value)
-            if problem:
-                out.add(where, problem)
-                return None
-        return value
-    if expected == "bool":
-        if not isinstance(value, bool):
-            out.add(where, f"expected true or false, got {_type_name(value)}")
-            return None
-        return value
-    if expected == "list":
-        if not isinstance(value, list):
-            out.add(where, f"expected a list, got {_type_name(value)}")
-            return None
-        if len(value) > MAX_LIST:
-            out.add(where, f"has {len(value)} items; the limit is {MAX_LIST}")
-            return None
-        assert spec.item is not None
-        return [_validate(item, spec.item, f"{where}[{i}]", out) for i, item in enumerate(value)]
-    if expected == "strmap":
-        if not isinstance(value, dict):
-            out.add(where, f"expected a mapping of strings, got {_type_name(value)}")
-            return None
-        result = {}
-        for k, v in value.items():
-            if not isinstance(v, str):
-                out.add(f"{where}.{k}", f"expected a string, got {_type_name(v)}")
-            elif len(v) > spec.limit:
-                out.add(f"{where}.{k}", f"is {len(v):,} characters long; the limit is {spec.limit:,}")
-            else:
-                result[k] = v
-        return dict(sorted(result.items()))
-    if expected == "opmap":
-        if not isinstance(value, dict):
-            out.add(where, f"expected a mapping of operations, got {_type_name(value)}")
-            return None
-        assert spec.item is not None
-        return {k: _validate(v, spec.item, f"{where}.{k}", out) for k, v in sorted(value.items())}
-    if expected == "record":
-        assert isinstance(spec.item, Record)
-        return _validate_record(value, spec.item, where, out)
-    raise AssertionError(f"unknown field type {expected}")
-
-
-def _validate_record(value: Any, spec: Record, where: str, out: _Collector) -> dict[str, Any] | None:
-    if not isinstance(value, dict):
-        out.add(where, f"expected a mapping with keys {', '.join(spec.names())}, got {_type_name(value)}")
-        return None
-    prefix = f"{where}." if where else ""
-    for key in value:
-        if key not in spec.names():
-            out.add(f"{prefix}{key}", f"unknown key; allowed keys: {', '.join(spec.names())}")
-    result: dict[str, Any] = {}
-    for f in spec.fields:
-        if f.name not in value:
-            if f.required:
-                out.add(f"{prefix}{f.name}", "is required but missing")
-            continue
-        checked = _validate(value[f.name], f.item if f.type == "record" and f.item else f, f"{prefix}{f.name}", out)
-        # Canonical form drops optional values equal to their default, so an exported file
-        # carries exactly what a reviewer needs to read.
-        if checked is not None and not (not f.required and checked == f.default):
-            result[f.name] = checked
-    return result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -799,25 +546,18 @@ class Library:
 
 
 def _read_text(path: Path, display: str) -> str:
-    if path.is_symlink():
-        raise LibraryInvalid([LibraryError(display, "", "", "is a symlink; library files must be regular files")])
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise LibraryInvalid(
-            [LibraryError(display, "", "", f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,} (1 MiB)")]
-        )
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise LibraryInvalid([LibraryError(display, "", "", f"is not UTF-8 text: {exc}")]) from None
+    text, errors = read_text(path, display, LibraryError, "library files")
+    if text is None:
+        raise LibraryInvalid(errors)
+    return text
 
 
 def validate_entry(
     kind: str, data: Any, display: str, expected_id: str | None = None
-) -> tuple[dict[str, Any] | None, list[LibraryError]]:
+) -> tuple[dict[str, Any] | None, list[ContentError]]:
     entry_id = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else (expected_id or "?")
     out = _Collector(display, str(entry_id))
-    entry = _validate_record(data, SCHEMAS[kind], "", out)
+    entry = validate_record(data, SCHEMAS[kind], "", out)
     if entry is not None and expected_id is not None and entry.get("id") not in (None, expected_id):
         out.add("id", f"id {entry['id']!r} must equal the file name {expected_id!r}")
     if entry is not None and not out.errors:
@@ -839,7 +579,7 @@ def iter_library_files(root: Path) -> Iterator[tuple[str, Path]]:
 def read_library(root: Path) -> Library:
     """Read and validate a whole library directory; raise ``LibraryInvalid`` listing every problem."""
     root = Path(root)
-    errors: list[LibraryError] = []
+    errors: list[ContentError] = []
     library = Library()
     if not root.is_dir():
         raise LibraryInvalid([LibraryError(str(root), "", "", "library directory does not exist")])
@@ -870,7 +610,7 @@ def read_library(root: Path) -> Library:
         try:
             data = parse_yaml(_read_text(mutations_path, MUTATIONS_FILE), MUTATIONS_FILE)
             out = _Collector(MUTATIONS_FILE, "mutations")
-            checked = _validate_record(data, MUTATIONS, "", out)
+            checked = validate_record(data, MUTATIONS, "", out)
             for op in MUTATION_OPERATORS:
                 ids = [m["id"] for m in (checked or {}).get(op, []) if m]
                 for dup in sorted({i for i in ids if ids.count(i) > 1}):
@@ -945,12 +685,7 @@ if __name__ == "__main__":
     raise SystemExit(main(sys.argv))
 
 
-def field_problems(record: Record, name: str, value: Any) -> list[str]:
-    """Validate one field of a record on its own (used by the admin's model ``clean``)."""
-    spec = next(f for f in record.fields if f.name == name)
-    out = _Collector("", "")
-    _validate(value, spec.item if spec.type == "record" and spec.item else spec, name, out)
-    return [f"{e.field}: {e.message}" for e in out.errors]
+field_problems = record_field_problems
 
 
 def next_field(record: Record, name: str) -> Record:

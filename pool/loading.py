@@ -9,13 +9,13 @@ files are deleted.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 
-from content.canonical import digest_of, dump_yaml
+from content.canonical import digest_of, dump_yaml, write_if_changed
+from overeager.content import LoadReport
 from pool import libschema
 from pool.models import (
     ENTRY_MODELS,
@@ -33,22 +33,6 @@ from pool.models import (
     Skeleton,
     TrapPredicate,
 )
-
-
-@dataclass
-class LoadReport:
-    created: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    digest: str = ""
-    new_version: bool = False
-    seconds: float = 0.0
-    counts: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.created or self.updated or self.deleted)
 
 
 def _apply_archetype(obj: Archetype, data: dict[str, Any]) -> None:
@@ -239,7 +223,7 @@ def export_library(root: Path) -> list[Path]:
         keep = set()
         for obj in model._default_manager.all():
             path = folder / f"{obj.slug}.yaml"
-            _write_if_changed(path, dump_yaml(_canonical(kind, obj.to_data(), path.name)))
+            write_if_changed(path, dump_yaml(_canonical(kind, obj.to_data(), path.name)))
             keep.add(path.name)
             written.append(path)
         for stale in folder.glob("*.yaml"):
@@ -249,7 +233,7 @@ def export_library(root: Path) -> list[Path]:
     for m in MutationText.objects.all():
         mutations[m.operator].append(m.to_data())
     path = root / libschema.MUTATIONS_FILE
-    _write_if_changed(path, dump_yaml(mutations))
+    write_if_changed(path, dump_yaml(mutations))
     written.append(path)
     return written
 
@@ -261,13 +245,3 @@ def _canonical(kind: str, data: dict[str, Any], name: str) -> dict[str, Any]:
     if entry is None:
         raise libschema.LibraryInvalid(errors)
     return entry
-
-
-def _write_if_changed(path: Path, text: str) -> None:
-    # Leaves mtimes alone when nothing changed, so `git status` and editors stay quiet.
-    data = text.encode("utf-8")
-    if path.exists() and not path.is_symlink() and path.read_bytes() == data:
-        return
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)

@@ -12,39 +12,42 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import models
 from django.utils.deconstruct import deconstructible
 
+from content import schema as cs
 from content.canonical import digest_of
+from overeager.content import ContentVersion
 from pool import libschema
 
 
 @deconstructible
 class _validator:  # noqa: N801 - reads like a function at the field definitions
-    """Adapt a libschema check (returns a message or None) to a Django field validator.
+    """Adapt a content check (returns a message or None) to a Django field validator.
 
-    Deconstructible by the check's name, so migrations serialise it.
+    Deconstructible with the check function itself, so migrations serialise it by its import path.
     """
 
     def __init__(self, check: Any) -> None:
-        self.name = check if isinstance(check, str) else check.__name__
+        # A name: an old migration's reference to a check of pool.libschema by name.
+        self.check = getattr(libschema, check) if isinstance(check, str) else check
 
     def __call__(self, value: Any) -> None:
-        problem = getattr(libschema, self.name)(value)
+        problem = self.check(value)
         if problem:
             raise ValidationError(problem)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _validator) and other.name == self.name
+        return isinstance(other, _validator) and other.check is self.check
 
     def __hash__(self) -> int:
-        return hash(self.name)
+        return hash(self.check)
 
 
 class LibraryEntry(models.Model):
     """Common part of the top-level library entries (archetype, consent mode, skeleton, seed)."""
 
-    slug = models.SlugField(max_length=80, unique=True, validators=[_validator(libschema._slug)])
+    slug = models.SlugField(max_length=80, unique=True, validators=[_validator(cs.slug)])
     digest = models.CharField(max_length=64, editable=False, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -138,7 +141,7 @@ class ArchetypeFixture(models.Model):
     position = models.PositiveIntegerField(default=0)
     path = models.CharField(max_length=400, validators=[_validator(libschema.check_rooted_path)])
     git = models.CharField(max_length=10, blank=True, choices=[("", "—")] + [(g, g) for g in libschema.GIT_STATES])
-    mode = models.CharField(max_length=4, default="0644", validators=[_validator(libschema._mode)])
+    mode = models.CharField(max_length=4, default="0644", validators=[_validator(cs.mode)])
     symlink = models.CharField(max_length=400, blank=True)
     content = models.TextField(blank=True)
 
@@ -157,10 +160,10 @@ class ArchetypeFixture(models.Model):
 class TrapPredicate(models.Model):
     archetype = models.ForeignKey(Archetype, on_delete=models.CASCADE, related_name="predicates")
     position = models.PositiveIntegerField(default=0)
-    key = models.CharField("id", max_length=80, validators=[_validator(libschema._key)])
+    key = models.CharField("id", max_length=80, validators=[_validator(cs.key)])
     kind = models.CharField(max_length=20, choices=[(k, k) for k in libschema.PREDICATE_KINDS])
     description = models.TextField()
-    pattern = models.TextField(blank=True, validators=[_validator(libschema._regex)])
+    pattern = models.TextField(blank=True, validators=[_validator(cs.regex)])
     path = models.CharField(max_length=400, blank=True, validators=[_validator(libschema._rooted_glob)])
     changes = models.JSONField(default=list, blank=True)
     canary = models.CharField(max_length=80, blank=True)
@@ -209,7 +212,7 @@ class ConsentMode(LibraryEntry):
 class Phrasing(models.Model):
     mode = models.ForeignKey(ConsentMode, on_delete=models.CASCADE, related_name="phrasings")
     position = models.PositiveIntegerField(default=0)
-    key = models.CharField("id", max_length=80, validators=[_validator(libschema._key)])
+    key = models.CharField("id", max_length=80, validators=[_validator(cs.key)])
     channel = models.CharField(max_length=20, choices=[(c, c) for c in libschema.CHANNELS])
     text = models.TextField()
 
@@ -247,7 +250,7 @@ class Skeleton(LibraryEntry):
 class Atom(models.Model):
     skeleton = models.ForeignKey(Skeleton, on_delete=models.CASCADE, related_name="atoms")
     position = models.PositiveIntegerField(default=0)
-    key = models.CharField("id", max_length=80, validators=[_validator(libschema._key)])
+    key = models.CharField("id", max_length=80, validators=[_validator(cs.key)])
     kind = models.CharField(max_length=20, choices=[(k, k) for k in libschema.ATOM_KINDS])
     description = models.TextField()
     solve = models.TextField()
@@ -314,8 +317,8 @@ class SeedCommit(models.Model):
     seed = models.ForeignKey(FixtureSeed, on_delete=models.CASCADE, related_name="commits")
     index = models.PositiveIntegerField()
     message = models.TextField()
-    author = models.CharField(max_length=200, validators=[_validator(libschema._author)])
-    date = models.CharField(max_length=32, validators=[_validator(libschema._date)])
+    author = models.CharField(max_length=200, validators=[_validator(cs.author)])
+    date = models.CharField(max_length=32, validators=[_validator(cs.iso_date)])
 
     class Meta:
         ordering = ["seed", "index"]
@@ -338,8 +341,8 @@ class SeedFile(models.Model):
     seed = models.ForeignKey(FixtureSeed, on_delete=models.CASCADE, related_name="files")
     commit_index = models.PositiveIntegerField()
     position = models.PositiveIntegerField(default=0)
-    path = models.CharField(max_length=400, validators=[_validator(libschema.check_rel_path)])
-    mode = models.CharField(max_length=4, default="0644", validators=[_validator(libschema._mode)])
+    path = models.CharField(max_length=400, validators=[_validator(cs.check_rel_path)])
+    mode = models.CharField(max_length=4, default="0644", validators=[_validator(cs.mode)])
     # Not "delete": that would shadow Model.delete().
     deleted = models.BooleanField("delete", default=False)
     symlink = models.CharField(max_length=400, blank=True)
@@ -373,7 +376,7 @@ class MutationText(models.Model):
 
     operator = models.CharField(max_length=20, choices=Operator.choices)
     position = models.PositiveIntegerField(default=0)
-    key = models.CharField("id", max_length=80, validators=[_validator(libschema._key)])
+    key = models.CharField("id", max_length=80, validators=[_validator(cs.key)])
     text = models.TextField(blank=True, help_text="Prompt text (prepend/append operators).")
     path = models.CharField(max_length=400, blank=True, help_text="Root-prefixed path (file addition).")
     content = models.TextField(blank=True, help_text="File content (file addition).")
@@ -408,30 +411,17 @@ ENTRY_MODELS: dict[str, type[LibraryEntry]] = {
 }
 
 
-class LibraryVersionQuerySet(models.QuerySet["LibraryVersion"]):
-    def current(self) -> LibraryVersion | None:
-        return self.order_by("-created_at", "-id").first()
-
-
-class LibraryVersion(models.Model):
+class LibraryVersion(ContentVersion):
     """A distinct state of the whole library, identified by its digest.
 
     Pools record the digest they were built from; comparing it with ``current_digest()`` is how
     the UI and commands warn that the libraries changed after a pool was built.
     """
 
-    digest = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
     source = models.CharField(max_length=40, help_text="What produced this state: load_libraries or admin.")
-    counts = models.JSONField(default=dict)
 
-    objects = LibraryVersionQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"{self.digest[:12]} ({self.source})"
+    class Meta(ContentVersion.Meta):
+        pass
 
     @classmethod
     def current_digest(cls) -> str:
@@ -447,15 +437,11 @@ class LibraryVersion(models.Model):
         return digest_of(lines)
 
     @classmethod
-    def record(cls, source: str) -> tuple[LibraryVersion, bool]:
-        """Record the current library state (idempotent: an unchanged library adds no row)."""
-        digest = cls.current_digest()
-        counts: dict[str, int] = {kind: model._default_manager.count() for kind, model in ENTRY_MODELS.items()}
+    def current_counts(cls) -> dict[str, Any]:
+        counts: dict[str, Any] = {kind: model._default_manager.count() for kind, model in ENTRY_MODELS.items()}
         counts["phrasings"] = Phrasing.objects.count()
         counts["mutations"] = MutationText.objects.count()
-        with transaction.atomic():
-            version, created = cls.objects.get_or_create(digest=digest, defaults={"source": source, "counts": counts})
-        return version, created
+        return counts
 
 
 class PoolVersion(models.Model):

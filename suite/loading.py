@@ -16,8 +16,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import ProtectedError
 
-from content.canonical import digest_of, dump_yaml
-from pool.loading import LoadReport
+from content.canonical import digest_of, dump_yaml, write_if_changed
+from overeager.content import LoadReport
 from suite import schema
 from suite.models import SuiteVersion, TaskFamily
 
@@ -79,7 +79,7 @@ def export_suite(root: Path = DEFAULT_DIR) -> list[Path]:
     keep: set[str] = set()
     for obj in TaskFamily.objects.all():
         path = root / f"{obj.slug}.yaml"
-        _write_if_changed(path, dump_yaml(_canonical(obj)))
+        write_if_changed(path, dump_yaml(_canonical(obj)))
         keep.add(path.name)
         written.append(path)
     for stale in root.glob("*.yaml"):
@@ -92,12 +92,3 @@ def _canonical(obj: TaskFamily) -> dict[str, Any]:
     """Schema key order and defaults dropped, re-derived: PostgreSQL's jsonb does not keep the
     key order of the stored JSON, so the export never trusts it."""
     return obj.canonical()
-
-
-def _write_if_changed(path: Path, text: str) -> None:
-    data = text.encode("utf-8")
-    if path.exists() and not path.is_symlink() and path.read_bytes() == data:
-        return
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)

@@ -15,9 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import models
 
 from content.canonical import digest_of
+from content.schema import ContentError
+from overeager.content import ContentVersion
 from suite import schema
 
 DOMAIN_CHOICES = list(schema.DOMAINS.items())
@@ -161,7 +163,7 @@ _FIELD_OF = {
 }
 
 
-def _field_errors(errors: list[schema.FamilyError]) -> dict[str, list[str]]:
+def _field_errors(errors: list[ContentError]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     model_fields = {f.name for f in TaskFamily._meta.fields}
     for e in errors:
@@ -208,26 +210,13 @@ class FamilyPrompt(models.Model):
         return schema.variant(self.s, self.b, self.r)
 
 
-class SuiteVersionQuerySet(models.QuerySet["SuiteVersion"]):
-    def current(self) -> SuiteVersion | None:
-        return self.order_by("-created_at", "-id").first()
-
-
-class SuiteVersion(models.Model):
+class SuiteVersion(ContentVersion):
     """A distinct state of the whole suite (all families), identified by its digest."""
 
-    digest = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
     source = models.CharField(max_length=40, help_text="What produced this state: load_suite or admin.")
-    counts = models.JSONField(default=dict)
 
-    objects = SuiteVersionQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"{self.digest[:12]} ({self.source})"
+    class Meta(ContentVersion.Meta):
+        pass
 
     @classmethod
     def current_digest(cls) -> str:
@@ -237,16 +226,11 @@ class SuiteVersion(models.Model):
         )
 
     @classmethod
-    def record(cls, source: str) -> tuple[SuiteVersion, bool]:
-        """Record the current suite state (idempotent: an unchanged suite adds no row)."""
-        digest = cls.current_digest()
+    def current_counts(cls) -> dict[str, Any]:
         families = list(TaskFamily.objects.values_list("domain", "surface"))
-        counts: dict[str, Any] = {
+        return {
             "families": len(families),
             "prompts": FamilyPrompt.objects.count(),
             "domains": {d: sum(1 for x, _ in families if x == d) for d in schema.DOMAINS},
             "surfaces": {s: sum(1 for _, x in families if x == s) for s in schema.SURFACES},
         }
-        with transaction.atomic():
-            version, created = cls.objects.get_or_create(digest=digest, defaults={"source": source, "counts": counts})
-        return version, created

@@ -7,8 +7,8 @@ dropped, free-form mappings (the emulated state, ``expect``) with sorted keys â€
 export round trip is byte-stable. Every problem is collected and reported with its file, family
 and field; nothing is returned when any is found.
 
-The strict-YAML reader, the field/record machinery and the path checks are shared with the
-SNARE libraries (``pool.libschema``).
+The strict-YAML reader, the field/record machinery, the error types and the path checks are the
+shared content schema (``content.schema``).
 
 Run ``python -m suite.schema suite/families`` to validate without Django;
 ``python -m suite.schema --objects FILE`` prints the object ids of a family's initial
@@ -23,13 +23,22 @@ import re
 import shlex
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import yaml
+
+from content import schema as cs
 from content.canonical import dump_yaml
-from pool import libschema
-from pool.libschema import MAX_CONTENT, MAX_FILE_BYTES, Field, Record, check_rel_path
+from content.schema import MAX_CONTENT, ContentError, ContentInvalid, Field, Record
+from content.schema import author as _author
+from content.schema import iso_date as _date
+from content.schema import mode as _mode
+from content.schema import one_line as _one_line
+from content.schema import regex as _regex
+from content.schema import rel_path as _rel
+from content.schema import slug as _slug
+from content.schema import url as _url
 from suite import emulators
 
 DOMAINS: dict[str, str] = {
@@ -65,65 +74,17 @@ SHELL_WORDS = ("sudo", "doas", "su")
 NOT_IN_IMAGE = ("jq", "yq", "kubectx", "kubens")
 
 
-@dataclass(frozen=True)
-class FamilyError:
-    file: str
-    family: str
-    field: str
-    message: str
+class FamilyError(ContentError):
+    noun: ClassVar[str] = "family"
 
-    def __str__(self) -> str:
-        where = self.file
-        if self.family:
-            where += f": family {self.family!r}"
-        if self.field:
-            where += f", field {self.field!r}"
-        return f"{where}: {self.message}"
+    @property
+    def family(self) -> str:
+        return self.entry
 
 
-class SuiteInvalid(Exception):  # noqa: N818 - reads as "the suite is invalid"
-    def __init__(self, errors: list[FamilyError]) -> None:
-        self.errors = errors
-        shown = "\n".join(f"  - {e}" for e in errors[:60])
-        more = f"\n  â€¦ and {len(errors) - 60} more" if len(errors) > 60 else ""
-        super().__init__(f"{len(errors)} problem(s) in the task families; nothing was loaded:\n{shown}{more}")
-
-
-def _slug(v: str) -> str | None:
-    return None if libschema.SLUG_RE.match(v) else f"{v!r} is not a slug ([a-z0-9] words joined by '-')"
-
-
-def _one_line(v: str) -> str | None:
-    return "must be a single line" if "\n" in v.strip() else None
-
-
-def _url(v: str) -> str | None:
-    return None if re.match(r"^https?://\S+$", v) else "must be an http(s) URL"
-
-
-def _rel(v: str) -> str | None:
-    return check_rel_path(v)
-
-
-def _mode(v: str) -> str | None:
-    return None if libschema.MODE_RE.match(v) else f"mode {v!r} must be octal like '0644' (quoted)"
-
-
-def _author(v: str) -> str | None:
-    return None if re.match(r"^[^<>\n]+ <[^<>\s]+@[^<>\s]+>$", v) else "author must read 'Name <email>'"
-
-
-def _date(v: str) -> str | None:
-    ok = re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}([+-]\d{2}:\d{2}|Z)$", v)
-    return None if ok else "date must be ISO 8601 with a time zone, e.g. '2026-02-20T10:00:00+00:00' (quoted)"
-
-
-def _regex(v: str) -> str | None:
-    try:
-        re.compile(v)
-    except re.error as exc:
-        return f"invalid regular expression: {exc}"
-    return None
+class SuiteInvalid(ContentInvalid):
+    what: ClassVar[str] = "the task families"
+    shown: ClassVar[int] = 60
 
 
 def _tool(v: str) -> str | None:
@@ -271,11 +232,11 @@ FAMILY = Record(
 )
 
 
-class _Out(libschema._Collector):
-    """libschema's error collector; its LibraryErrors become FamilyErrors at the end."""
+class _Out(cs.Collector):
+    error = FamilyError
 
-    def family_errors(self) -> list[FamilyError]:
-        return [FamilyError(e.file, e.entry, e.field, e.message) for e in self.errors]
+    def family_errors(self) -> list[ContentError]:
+        return [e for e in self.errors if isinstance(e, FamilyError)]
 
 
 def _json_problem(value: Any, where: str) -> str | None:
@@ -311,7 +272,7 @@ def _sorted(value: Any) -> Any:
 def _validate_schema(raw: Any, out: _Out) -> dict[str, Any] | None:
     """Schema pass with the free-form JSON parts (state, expect) taken out and checked apart."""
     if not isinstance(raw, dict):
-        out.add("", f"expected a mapping with keys {', '.join(FAMILY.names())}, got {libschema._type_name(raw)}")
+        out.add("", f"expected a mapping with keys {', '.join(FAMILY.names())}, got {cs.type_name(raw)}")
         return None
     data = dict(raw)
     runtime = dict(data["runtime"]) if isinstance(data.get("runtime"), dict) else data.get("runtime")
@@ -334,7 +295,7 @@ def _validate_schema(raw: Any, out: _Out) -> dict[str, Any] | None:
                             expects[(i, key)] = item.pop(key)
                 items.append(item)
             gt["intended"] = items
-    checked = libschema._validate_record(data, FAMILY, "", out)
+    checked = cs.validate_record(data, FAMILY, "", out)
     if checked is None:
         return None
     if not has_state:
@@ -578,7 +539,7 @@ def _check(family: dict[str, Any], out: _Out) -> None:
         out.add("references", "the three reference scripts must differ")
     _check_truth(family, out)
     _check_prompts(family, out)
-    if slug and not libschema.SLUG_RE.match(slug):
+    if slug and not cs.SLUG_RE.match(slug):
         out.add("slug", "not a slug")
 
 
@@ -729,7 +690,7 @@ def _check_prompts(family: dict[str, Any], out: _Out) -> None:
 
 def validate_family(
     data: Any, display: str, expected_slug: str | None = None
-) -> tuple[dict[str, Any] | None, list[FamilyError]]:
+) -> tuple[dict[str, Any] | None, list[ContentError]]:
     slug = data.get("slug") if isinstance(data, dict) and isinstance(data.get("slug"), str) else (expected_slug or "?")
     out = _Out(display, str(slug))
     family = _validate_schema(data, out)
@@ -742,24 +703,18 @@ def validate_family(
 
 
 def _read_text(path: Path, display: str) -> str:
-    if path.is_symlink():
-        raise SuiteInvalid([FamilyError(display, "", "", "is a symlink; family files must be regular files")])
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise SuiteInvalid(
-            [FamilyError(display, "", "", f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,} (1 MiB)")]
-        )
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise SuiteInvalid([FamilyError(display, "", "", f"is not UTF-8 text: {exc}")]) from None
+    text, errors = cs.read_text(path, display, FamilyError, "family files")
+    if text is None:
+        raise SuiteInvalid(errors)
+    return text
 
 
 def parse_file(path: Path, display: str) -> Any:
+    text = _read_text(path, display)
     try:
-        return libschema.parse_yaml(_read_text(path, display), display)
-    except libschema.LibraryInvalid as exc:
-        raise SuiteInvalid([FamilyError(e.file, "", "", e.message) for e in exc.errors]) from None
+        return cs.load_strict(text)
+    except yaml.YAMLError as exc:
+        raise SuiteInvalid([FamilyError(display, "", "", cs.yaml_problem(exc))]) from None
 
 
 def iter_family_files(root: Path) -> Iterator[Path]:
@@ -773,7 +728,7 @@ def read_suite(root: Path) -> list[dict[str, Any]]:
     root = Path(root)
     if not root.is_dir():
         raise SuiteInvalid([FamilyError(str(root), "", "", "family directory does not exist")])
-    errors: list[FamilyError] = []
+    errors: list[ContentError] = []
     families: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
     for path in iter_family_files(root):
@@ -819,7 +774,7 @@ def field_problems(name: str, value: Any) -> list[str]:
     """Validate one top-level field of a family on its own (the admin's model ``clean``)."""
     spec = next(f for f in FAMILY.fields if f.name == name)
     out = _Out("", "")
-    libschema._validate(value, spec.item if spec.type == "record" and spec.item else spec, name, out)
+    cs.validate(value, spec.item if spec.type == "record" and spec.item else spec, name, out)
     return [f"{e.field}: {e.message}" for e in out.errors]
 
 

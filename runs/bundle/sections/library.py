@@ -10,17 +10,15 @@ archetype with its tier, every consent mode), so an import into an empty install
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from harness.bundle.archive import BundleWriter
-from harness.bundle.format import BundleError
+from overeager.content import ContentVersion, LoadReport
 from pool.loading import export_library, load_library
 from pool.models import ENTRY_MODELS, LibraryVersion, MutationText, PoolVersion
 from runs.bundle.records import Codec
-from runs.bundle.sections.base import ExportScope, ImportState, Section, dumps, read_json, read_jsonl, register
+from runs.bundle.sections.base import ExportScope, ImportState, register
+from runs.bundle.sections.content import ContentSection
 from runs.models import Campaign
 
 FOLDER = "library"
@@ -45,82 +43,40 @@ def library_is_empty() -> bool:
     return not MutationText.objects.exists() and not any(m._default_manager.exists() for m in ENTRY_MODELS.values())
 
 
-class LibrarySection(Section):
+class LibrarySection(ContentSection):
     name = "library"
     order = 10
     files = (STATE, VERSIONS, f"{FOLDER}/<kind>/<slug>.yaml", f"{FOLDER}/mutations.yaml")
+    folder = FOLDER
+    entries_folder = FOLDER
+    label = "library"
+    entries_label = "library entries"
+    state_key = "entries"
 
-    def export(self, scope: ExportScope, out: BundleWriter) -> Iterator[None]:
+    def version_model(self) -> type[ContentVersion]:
+        return LibraryVersion
+
+    def wanted(self, scope: ExportScope) -> set[str]:
+        # The campaigns' own digests and their pools' (a pool records the library it was built from).
         campaigns = Campaign.objects.filter(pk__in=scope.campaign_ids)
         wanted = set(campaigns.values_list("library_digest", flat=True))
         wanted |= set(PoolVersion.objects.filter(campaigns__in=campaigns).values_list("library_digest", flat=True))
-        wanted.discard("")
-        with out.open(VERSIONS) as fh:
-            for v in LibraryVersion.objects.filter(digest__in=wanted).order_by("digest").values(*VERSION.names):
-                fh.write(dumps(VERSION.dump(v)))
-                scope.counts["library versions"] += 1
-        current = LibraryVersion.current_digest()
-        state: dict[str, Any] = {"digest": "", "campaign_digests": sorted(wanted), "entries": []}
-        if current in wanted:
-            with tempfile.TemporaryDirectory(prefix="overeager-library-") as tmp:
-                for path in sorted(export_library(Path(tmp))):
-                    out.add_file(f"{FOLDER}/{path.relative_to(tmp).as_posix()}", path)
-                    scope.counts["library files"] += 1
-                    yield
-            state["digest"] = current
-            state["entries"] = entry_digests()
-        elif wanted:
-            used = ", ".join(d[:12] for d in sorted(wanted))
-            scope.warnings.append(
-                f"the library changed since these campaigns ran (they used {used}, it is now {current[:12]}): "
-                "the bundle records the digests only, not the entries"
-            )
-        out.write_bytes(STATE, dumps(state))
-        yield
+        return wanted
 
-    def plan(self, state: ImportState) -> int:
-        doc = read_json(state.root / STATE, {}) or {}
-        digest = str(doc.get("digest") or "")
-        load = False
-        new = 0
-        if digest and LibraryVersion.current_digest() != digest:
-            if library_is_empty():
-                load = True
-                new += len(doc.get("entries") or [])
-            else:
-                state.warnings.append(
-                    f"this install's library ({LibraryVersion.current_digest()[:12]}) is not the bundle's "
-                    f"({digest[:12]}); it was left as it is, so the campaign pages draw their axes from this "
-                    "install's archetypes and consent modes"
-                )
-        state.decisions["library.load"] = load
-        state.decisions["library.digest"] = digest
-        known = set(LibraryVersion.objects.values_list("digest", flat=True))
-        new += sum(1 for r in read_jsonl(state.root / VERSIONS) if r.get("digest") not in known)
-        return new
+    def entry_digests(self) -> list[str]:
+        return entry_digests()
 
-    def load(self, state: ImportState) -> None:
-        before = set(LibraryVersion.objects.values_list("digest", flat=True))
-        if state.decisions.get("library.load"):
-            report = load_library(state.root / FOLDER, source="import_bundle")
-            if report.digest != state.decisions["library.digest"]:
-                raise BundleError(
-                    f"the bundle's library files load to digest {report.digest}, not the "
-                    f"{state.decisions['library.digest']} the bundle records: library/ is inconsistent"
-                )
-            state.created["library entries"] += len(report.created)
-        for record in read_jsonl(state.root / VERSIONS):
-            fields = VERSION.load(record)
-            obj = LibraryVersion.objects.filter(digest=fields["digest"]).first()
-            if obj is not None and obj.digest in before:
-                state.present["library versions"] += 1
-            else:
-                if obj is None:
-                    obj = LibraryVersion.objects.create(**fields)
-                # Created just now (here or by load_library): take the bundle's record as it was.
-                LibraryVersion.objects.filter(pk=obj.pk).update(**fields)
-                state.created["library versions"] += 1
-            state.library_versions[obj.digest] = obj.pk
+    def is_empty(self) -> bool:
+        return library_is_empty()
+
+    def exporter(self) -> Callable[[Path], list[Path]]:
+        return export_library
+
+    def loader(self) -> Callable[..., LoadReport]:
+        return load_library
+
+    def remember(self, state: ImportState, version: ContentVersion) -> None:
+        state.library_versions[version.digest] = version.pk  # the pool section refers to it
 
 
 register(LibrarySection())

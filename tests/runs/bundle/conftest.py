@@ -7,6 +7,8 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
+from tests.common import evidence_root  # noqa: F401 - autouse fixtures this directory opts into
+
 
 def empty_install(settings: Any, tmp_path: Path, name: str = "evidence-after") -> None:
     """Delete every campaign, run, pool, SUT, library and suite row; point EVIDENCE_DIR elsewhere: an empty install."""
