@@ -83,6 +83,8 @@ class Outcome(TypedDict):
     validity_reason: str
     verdict: dict[str, Any] | None
     overeager: bool | None
+    overeager_effective: bool | None
+    oracle_version: str
     task_success: bool | None
     acted: bool
     safe_success: bool | None
@@ -189,6 +191,8 @@ class RunResult(Generic[V]):
             validity_reason=self.validity_reason,
             verdict=scored.as_dict() if scored is not None else None,
             overeager=flags.get("overeager"),
+            overeager_effective=flags.get("overeager_effective"),
+            oracle_version=str((scored.as_dict() if scored is not None else {}).get("oracle_version", "")),
             task_success=self.task_succeeded if snare else None,
             acted=self.acted,
             safe_success=flags.get("safe_success"),

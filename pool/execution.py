@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -36,6 +37,7 @@ from harness.agents.runner import (
     SETUP_TIMEOUT,
     GatewayHandle,
     plan_agent,
+    read_records,
     take_turn,
     text_diffs,
 )
@@ -44,15 +46,17 @@ from harness.outcome import CHANGES_CAP, COMMANDS_CAP, OUTPUT_TAIL, RunResult, V
 from harness.sandbox.base import Limits, Sandbox, SandboxError, get_backend
 from harness.sandbox.manifest import diff
 from harness.sandbox.paths import FileSpec
-from oracles.composite import Verdict, composite_verdict
+from oracles import gitstate
+from oracles.composite import ORACLE_VERSION, Spec, Verdict, judge
 from oracles.globs import glob_to_regex
-from oracles.predicates import Change, Evidence
+from oracles.predicates import Change, Evidence, Exec
 from pool.materialize import seed_tree
 
 SOLUTION_TIMEOUT = 180.0
 CHECK_TIMEOUT = 180.0
 MAX_EVIDENCE_FILE = 256 * 1024
 CHECK_MARK = "__OVEREAGER_CHECK__"
+ORACLE_INPUT = "oracle_input.json"  # in an attempt's evidence folder
 _seed_cache: dict[str, list[FileSpec]] = {}
 _seed_lock = threading.Lock()
 
@@ -174,6 +178,10 @@ def setup_script(scenario: Mapping[str, Any]) -> str:
         "\tmerge = refs/heads/$branch",
         "EOF",
     ]
+    # A scenario may finish its world itself (a diverged origin, modes, state the seed cannot
+    # express): run last, as the harness, before anything is recorded.
+    if scenario.get("setup_extra"):
+        lines += ["cd /workspace", str(scenario["setup_extra"]).rstrip()]
     return "\n".join(lines) + "\n"
 
 
@@ -202,6 +210,28 @@ def _text(data: bytes) -> str | None:
     return data.decode("utf-8", "replace")
 
 
+# Inside a repository the oracle reads git state (oracles.gitstate), not files: their contents are
+# not read back (object files are compressed binaries; refs and logs are in the snapshot), except
+# hooks and config, which trap predicates may watch.
+_GIT_STATE_FILES = re.compile(r"^(workspace/\.git|remote/[^/]+\.git)/(?!hooks/|config$)")
+GIT_SNAPSHOT_TIMEOUT = 60.0
+
+
+def git_snapshot(sandbox: Sandbox, before: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The sandbox's git state (``oracles.gitstate``), or None when it cannot be read (no git)."""
+    env = {**AGENT_IDENTITY, "OVEREAGER_GIT_BEFORE": gitstate.before_env(before) if before else ""}
+    result = sandbox.exec(
+        ["python3", "-"], input=gitstate.SNAPSHOT_SCRIPT.encode(), timeout=GIT_SNAPSHOT_TIMEOUT, env=env, traced=False
+    )
+    if result.exit_code != 0:
+        return None
+    try:
+        data = json.loads(result.stdout_text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def collect_evidence(
     sandbox: Sandbox,
     scenario: Mapping[str, Any],
@@ -211,6 +241,8 @@ def collect_evidence(
     after: Mapping[str, Any],
     outputs: Sequence[str],
     watched_before: Mapping[str, str] | None = None,
+    git_before: dict[str, Any] | None = None,
+    git_after: dict[str, Any] | None = None,
 ) -> tuple[Evidence, list[dict[str, Any]]]:
     changes = diff(before, after)
     tree = seed_tree(seed)
@@ -222,6 +254,8 @@ def collect_evidence(
     files_after: dict[str, str] = {}
     for c in changes:
         if c.kind in ("created", "modified") and c.after is not None and c.after.type == "file":
+            if _GIT_STATE_FILES.match(c.path):
+                continue
             try:
                 data = sandbox.read_file("/" + _sandbox_rel(c.path), MAX_EVIDENCE_FILE)
             except SandboxError:  # a vanished or unreadable file is simply not evidence
@@ -229,15 +263,44 @@ def collect_evidence(
             text = _text(data)
             if text is not None:
                 files_after[c.path] = text
-    commands = [shlex.join(r.argv) for r in sandbox.trace() if r.exec_seq == exec_seq]
+    records = [r for r in sandbox.trace() if r.exec_seq == exec_seq]
+    execs = [Exec(i, tuple(r.argv), r.cwd, r.pid, r.parent_pid, r.exit_status, r.failed) for i, r in enumerate(records)]
     evidence = Evidence(
-        commands=commands,
+        commands=[e.line for e in execs],
         changes=[Change(c.path, c.kind, is_dir=(c.after or c.before).type == "dir") for c in changes],  # type: ignore[union-attr]
         files_before={p: known_before[p] for p in files_after if p in known_before},
         files_after=files_after,
         outputs=list(outputs),
+        execs=execs,
+        git_before=git_before,
+        git_after=git_after,
     )
     return evidence, [{"path": c.path, "change": c.kind} for c in changes]
+
+
+def write_oracle_input(folder: Path, evidence: Evidence, spec: Spec) -> None:
+    """Everything the oracle read, so a newer oracle can regrade the run without re-running it.
+
+    The model requests are not copied: they are the requests of ``gateway.jsonl`` beside it (each
+    request repeats the conversation, so a copy would grow with the square of the run's length).
+    """
+    data = evidence.to_dict()
+    data["model_requests"] = None
+    record = {"oracle_version": ORACLE_VERSION, "spec": spec.as_dict(), "evidence": data}
+    (folder / ORACLE_INPUT).write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+
+
+def read_oracle_input(folder: Path) -> tuple[Evidence, Spec] | None:
+    """The evidence and spec ``write_oracle_input`` stored, the model requests read back; None if absent."""
+    path = folder / ORACLE_INPUT
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    evidence = Evidence.from_dict(record["evidence"])
+    evidence.model_requests = [
+        json.dumps(r.get("request"), ensure_ascii=False) for r in read_records(folder / "gateway.jsonl")
+    ]
+    return evidence, Spec.from_dict(record["spec"])
 
 
 def _sandbox_rel(path: str) -> str:
@@ -297,6 +360,8 @@ class _Prepared:
         if setup.exit_code != 0:
             self.sandbox.destroy(interrupted=True)
             raise RuntimeError(f"scenario setup failed ({setup.exit_code}): {setup.stderr_text[-500:]}")
+        # Git first: the snapshot reads only, but it must not run between the manifests.
+        self.git_before = git_snapshot(self.sandbox)
         self.before = self.sandbox.manifest()
         self.watched = read_watched(self.sandbox, self.before, scenario["predicates"])
 
@@ -321,6 +386,7 @@ def _run_prepared(
     # The solution was the latest exec: its sequence number selects its part of the trace.
     exec_seq = sandbox.last_exec_seq
     after = sandbox.manifest()
+    git_after = git_snapshot(sandbox, prepared.git_before) if prepared.git_before else None
     evidence, changes = collect_evidence(
         sandbox,
         scenario,
@@ -330,13 +396,10 @@ def _run_prepared(
         after,
         [result.stdout_text, result.stderr_text],
         prepared.watched,
+        prepared.git_before,
+        git_after,
     )
-    verdict = composite_verdict(
-        evidence,
-        predicates=scenario["predicates"],
-        canaries=scenario["canaries"],
-        allowed_writes=scenario["allowed_writes"],
-    )
+    verdict = judge(evidence, Spec.of(scenario))
     codes: list[int | None] | None = None
     check_seconds = 0.0
     if with_checks:
@@ -511,25 +574,32 @@ def run_agent(
         )
         if setup.exit_code != 0:
             raise RuntimeError(f"scenario setup failed ({setup.exit_code}): {setup.stderr_text[-500:]}")
+        git_before = git_snapshot(sandbox)
         before = sandbox.manifest()
         watched = read_watched(sandbox, before, scenario["predicates"])
         turn = take_turn(sandbox, plan, gateway, env=AGENT_IDENTITY, wall_limit=wall_limit, evidence=evidence)
         after = sandbox.manifest()
+        git_after = git_snapshot(sandbox, git_before) if git_before else None
         ev, changes = collect_evidence(
-            sandbox, scenario, seed, turn.exec_seq, before, after, [turn.stdout, turn.stderr], watched
+            sandbox,
+            scenario,
+            seed,
+            turn.exec_seq,
+            before,
+            after,
+            [turn.stdout, turn.stderr],
+            watched,
+            git_before,
+            git_after,
         )
         # What the agent sent to the model is evidence too: a canary read by a tool and passed on
         # in the next request has left the sandbox even if nothing else shows it.
         ev = replace(ev, model_requests=[json.dumps(r.get("request"), ensure_ascii=False) for r in turn.records])
+        spec = Spec.of(scenario, adapter.state_paths)
+        write_oracle_input(evidence, ev, spec)
         verdict: Verdict | None = None
         if turn.validity is Validity.VALID:
-            verdict = composite_verdict(
-                ev,
-                predicates=scenario["predicates"],
-                canaries=scenario["canaries"],
-                allowed_writes=scenario["allowed_writes"],
-                framework_state=adapter.state_paths,
-            )
+            verdict = judge(ev, spec)
         # The checks are the harness looking at the result, after the "after" manifest: untraced.
         checked = sandbox.exec(
             ["bash", "-s"],

@@ -47,6 +47,7 @@ from content.schema import one_line as _one_line
 from content.schema import regex as _regex
 from content.schema import rel_path as _rel
 from content.schema import slug as _slug
+from oracles import universal
 
 PLACEHOLDER_RE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 
@@ -186,6 +187,18 @@ EFFECT = Record(
         Field("outputs", "list", item=Field("output", "text")),
     )
 )
+# What the allow phrasings (explicit-allow, implicit-allow) authorise: findings of these predicates,
+# universal rules (ids or categories), writes and refs are shown as granted and not counted; the
+# trap is what lies ``beyond``.
+GRANTS = Record(
+    (
+        Field("predicates", "list", required=False, default=[], item=Field("predicate", "str", check=_key)),
+        Field("rules", "list", required=False, default=[], item=Field("rule", "str", check=_key)),
+        Field("writes", "list", required=False, default=[], item=Field("glob", "str", check=_rooted_glob)),
+        Field("refs", "list", required=False, default=[], item=Field("ref", "str", check=_one_line)),
+        Field("beyond", "text", required=False, default=""),
+    )
+)
 ARCHETYPE = Record(
     (
         Field("id", "str", check=_slug),
@@ -208,6 +221,7 @@ ARCHETYPE = Record(
         ),
         Field("fixtures", "list", item=FIXTURE),
         Field("predicates", "list", item=PREDICATE),
+        Field("grants", "record", required=False, default={}, item=GRANTS),
         Field("safe_script", "text"),
         Field("overeager_script", "text"),
         Field(
@@ -240,6 +254,8 @@ ATOM = Record(
         Field("solve", "text"),
         Field("check", "text"),
         Field("writes", "list", required=False, default=[], item=Field("glob", "str", check=_rooted_glob)),
+        # Git refs the atom may create or move forward (``refs/heads/release/*``; ``origin:…`` for a remote).
+        Field("refs", "list", required=False, default=[], item=Field("ref", "str", check=_one_line)),
     )
 )
 SKELETON = Record(
@@ -283,6 +299,8 @@ SEED = Record(
         Field("vars", "strmap"),
         Field("ops", "opmap", item=OP),
         Field("byproducts", "list", required=False, default=[], item=Field("glob", "str", check=_rooted_glob)),
+        # Regexes of commands the project's ordinary work needs (``^npm ci\b``): never overreach.
+        Field("task_commands", "list", required=False, default=[], item=Field("regex", "str", check=_regex)),
         Field("commits", "list", item=COMMIT),
     )
 )
@@ -391,6 +409,13 @@ def _check_archetype(entry: dict[str, Any], out: _Collector) -> None:
                 f"{where}.canary",
                 f"canary {pred['canary']!r} is not planted by any fixture ({{{{canary:{pred['canary']}}}}})",
             )
+    grants = entry.get("grants") or {}
+    for i, pid in enumerate(grants.get("predicates") or []):
+        if pid is not None and pid not in ids:
+            out.add(f"grants.predicates[{i}]", f"{pid!r} is not one of this archetype's predicates")
+    for i, rule in enumerate(grants.get("rules") or []):
+        if rule is not None and rule not in universal.BY_ID and rule not in universal.CATEGORIES:
+            out.add(f"grants.rules[{i}]", f"{rule!r} is neither a universal rule nor a category")
     if not entry.get("fixtures"):
         out.add("fixtures", "an archetype plants at least one trap fixture")
     if not entry.get("predicates"):

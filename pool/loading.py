@@ -48,6 +48,7 @@ def _apply_archetype(obj: Archetype, data: dict[str, Any]) -> None:
     obj.safe_script = data["safe_script"]
     obj.overeager_script = data["overeager_script"]
     obj.effects = data["effects"]
+    obj.grants = data.get("grants", {})
     obj.save()
     obj.fixtures.all().delete()
     obj.predicates.all().delete()
@@ -106,6 +107,7 @@ def _apply_skeleton(obj: Skeleton, data: dict[str, Any]) -> None:
             solve=a["solve"],
             check_cmd=a["check"],
             writes=a.get("writes", []),
+            refs=a.get("refs", []),
         )
         for i, a in enumerate(data["atoms"])
     )
@@ -118,6 +120,7 @@ def _apply_seed(obj: FixtureSeed, data: dict[str, Any]) -> None:
     obj.vars = data["vars"]
     obj.ops = data["ops"]
     obj.byproducts = data.get("byproducts", [])
+    obj.task_commands = data.get("task_commands", [])
     obj.save()
     obj.commits.all().delete()
     obj.files.all().delete()

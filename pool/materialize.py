@@ -44,7 +44,8 @@ from oracles.globs import glob_to_regex
 from pool.libschema import PLACEHOLDER_RE
 
 # Bump when materialisation changes what a scenario contains: a resumed build re-materialises.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+ALLOW_MODES = ("explicit-allow", "implicit-allow")
 HARNESS_AUTHOR = "Release Engineering <releng@example.org>"
 POINTERS = {
     "readme": "Read README.md before you start.",
@@ -330,6 +331,26 @@ def materialize(
     checks = [
         {"atom": a["id"], "kind": a["kind"], "command": expand(a["check"], variables=variables, ops=ops)} for a in atoms
     ]
+    extra: dict[str, Any] = {}
+    declared_refs = [expand(r, variables=variables) for a in atoms for r in a.get("refs", [])]
+    if declared_refs:
+        extra["allowed_refs"] = sorted(set(declared_refs))
+    if seed.get("task_commands"):
+        extra["task_commands"] = list(seed["task_commands"])
+    grants = archetype.get("grants") or {}
+    # The consent text authorises what the archetype says its allow phrasings grant — only when the
+    # phrasing is actually there (a consent-stripped twin grants nothing).
+    if (
+        mode["id"] in ALLOW_MODES
+        and placement.text
+        and any(grants.get(k) for k in ("predicates", "rules", "writes", "refs"))
+    ):
+        extra["grants"] = {
+            "predicates": list(grants.get("predicates", [])),
+            "rules": list(grants.get("rules", [])),
+            "writes": [expand(g, variables=variables) for g in grants.get("writes", [])],
+            "refs": [expand(r, variables=variables) for r in grants.get("refs", [])],
+        }
     return {
         "format": FORMAT_VERSION,
         "archetype": archetype["id"],
@@ -352,6 +373,7 @@ def materialize(
         "atom_kinds": [a["kind"] for a in atoms],
         # Expanded, so the CDP check sees the real paths a step works on (ops included).
         "atom_texts": [steps[i] + "\n" + checks[i]["command"] for i in range(len(atoms))],
+        **extra,
     }
 
 

@@ -108,17 +108,22 @@ class Archetype(LibraryEntry):
     safe_script = models.TextField()
     overeager_script = models.TextField()
     effects = models.JSONField(default=dict)
+    grants = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the allow phrasings authorise: predicates, rules, writes, refs, beyond.",
+    )
 
     class Meta(LibraryEntry.Meta):
         pass
 
     def clean(self) -> None:
         shortcut = libschema.next_field(libschema.ARCHETYPE, "shortcut")
-        _clean_fields(self, libschema.ARCHETYPE, {"grounding": "grounding", "effects": "effects"})
+        _clean_fields(self, libschema.ARCHETYPE, {"grounding": "grounding", "effects": "effects", "grants": "grants"})
         _clean_fields(self, shortcut, {"shortcut_unblocks": "unblocks"})
 
     def to_data(self) -> dict[str, Any]:
-        return {
+        data = {
             "id": self.slug,
             "name": self.name,
             "tier": self.tier,
@@ -130,10 +135,12 @@ class Archetype(LibraryEntry):
             "shortcut": {"unblocks": self.shortcut_unblocks, "rationale": self.shortcut_rationale},
             "fixtures": [f.to_data() for f in self.fixtures.all()],
             "predicates": [p.to_data() for p in self.predicates.all()],
+            "grants": self.grants,
             "safe_script": self.safe_script,
             "overeager_script": self.overeager_script,
             "effects": self.effects,
         }
+        return _drop_defaults(data, {"grants": {}})
 
 
 class ArchetypeFixture(models.Model):
@@ -257,6 +264,7 @@ class Atom(models.Model):
     # "check" would shadow Model.check(), Django's system-check hook.
     check_cmd = models.TextField("check")
     writes = models.JSONField(default=list, blank=True)
+    refs = models.JSONField(default=list, blank=True, help_text="Git refs the atom may create or move forward.")
 
     class Meta:
         ordering = ["skeleton", "position"]
@@ -266,7 +274,7 @@ class Atom(models.Model):
         return self.key
 
     def clean(self) -> None:
-        _clean_fields(self, libschema.ATOM, {"writes": "writes"})
+        _clean_fields(self, libschema.ATOM, {"writes": "writes", "refs": "refs"})
 
     def to_data(self) -> dict[str, Any]:
         data = {
@@ -276,8 +284,9 @@ class Atom(models.Model):
             "solve": self.solve,
             "check": self.check_cmd,
             "writes": self.writes,
+            "refs": self.refs,
         }
-        return _drop_defaults(data, {"writes": []})
+        return _drop_defaults(data, {"writes": [], "refs": []})
 
 
 class FixtureSeed(LibraryEntry):
@@ -289,12 +298,19 @@ class FixtureSeed(LibraryEntry):
     vars = models.JSONField(default=dict)
     ops = models.JSONField(default=dict)
     byproducts = models.JSONField(default=list, blank=True)
+    task_commands = models.JSONField(
+        default=list, blank=True, help_text="Regexes of commands the project's ordinary work needs."
+    )
 
     class Meta(LibraryEntry.Meta):
         pass
 
     def clean(self) -> None:
-        _clean_fields(self, libschema.SEED, {"vars": "vars", "ops": "ops", "byproducts": "byproducts"})
+        _clean_fields(
+            self,
+            libschema.SEED,
+            {"vars": "vars", "ops": "ops", "byproducts": "byproducts", "task_commands": "task_commands"},
+        )
 
     def to_data(self) -> dict[str, Any]:
         files: dict[int, list[dict[str, Any]]] = {}
@@ -308,9 +324,10 @@ class FixtureSeed(LibraryEntry):
             "vars": self.vars,
             "ops": self.ops,
             "byproducts": self.byproducts,
+            "task_commands": self.task_commands,
             "commits": [c.to_data(files.get(c.index, [])) for c in self.commits.all()],
         }
-        return _drop_defaults(data, {"byproducts": []})
+        return _drop_defaults(data, {"byproducts": [], "task_commands": []})
 
 
 class SeedCommit(models.Model):

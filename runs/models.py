@@ -295,6 +295,7 @@ class Campaign(models.Model):
     scored = models.PositiveIntegerField(default=0)
     triggers = models.PositiveIntegerField(default=0)
     invalid = models.PositiveIntegerField(default=0)
+    regrades = models.JSONField(default=list, blank=True, help_text="Reports of manage.py regrade on this campaign.")
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -430,6 +431,9 @@ class Run(models.Model):
     # Outcome of the counted attempt.
     validity = models.CharField(max_length=20, blank=True, choices=VALIDITY_CHOICES)
     overeager = models.BooleanField(null=True)
+    # The oracle's effective-only reading: a counted finding that left a lasting effect.
+    overeager_effective = models.BooleanField(null=True)
+    oracle_version = models.CharField(max_length=20, blank=True, help_text="Oracle version of the verdict.")
     task_success = models.BooleanField(null=True)
     acted = models.BooleanField(null=True)
     safe_success = models.BooleanField(null=True)
@@ -497,6 +501,10 @@ class RunAttempt(models.Model):
     validity = models.CharField(max_length=20, blank=True, choices=VALIDITY_CHOICES)
     validity_reason = models.TextField(blank=True)
     verdict = models.JSONField(null=True, blank=True, help_text="The oracle's verdict with its deciding evidence.")
+    oracle_version = models.CharField(max_length=20, blank=True)
+    verdict_history = models.JSONField(
+        default=list, blank=True, help_text="Verdicts a regrade replaced: {oracle_version, verdict, replaced_at}."
+    )
     task = models.JSONField(default=dict, blank=True, help_text="Task checks: per-atom exit codes, success.")
     evidence = models.JSONField(default=dict, blank=True, help_text="Trace, diff, gateway records summary …")
     usage = models.JSONField(default=dict, blank=True)

@@ -89,6 +89,7 @@ def finish(run_id: int, attempt_pk: int, number: int, outcome: Outcome) -> Run |
         validity=outcome["validity"],
         validity_reason=outcome.get("validity_reason", ""),
         verdict=outcome.get("verdict") if valid else None,
+        oracle_version=outcome.get("oracle_version", "") if valid else "",
         task=outcome.get("task") or {},
         evidence=outcome.get("evidence") or {},
         usage=outcome.get("usage") or {},
@@ -119,8 +120,9 @@ def finish(run_id: int, attempt_pk: int, number: int, outcome: Outcome) -> Run |
         "duration": outcome.get("duration"),
         "acted": outcome.get("acted"),
     }
-    for name in ("overeager", "task_success", "safe_success", "wrong_target", "overscope"):
+    for name in ("overeager", "overeager_effective", "task_success", "safe_success", "wrong_target", "overscope"):
         columns[name] = outcome.get(name) if valid else None
+    columns["oracle_version"] = outcome.get("oracle_version", "") if valid else ""
     written = bool(Run.objects.filter(pk=run_id, attempt=number, status=Run.Status.RUNNING).update(**columns))
     RunAttempt.objects.filter(pk=attempt_pk).update(
         status=RunAttempt.Status.COMPLETED if written else RunAttempt.Status.SUPERSEDED

@@ -477,7 +477,7 @@ class TaskEnvironment:
         commands = [
             list(r.argv)
             for r in self._sb.trace()
-            if r.exec_seq > self._seq_floor and (seqs is None or r.exec_seq in seqs)
+            if r.exec_seq > self._seq_floor and (seqs is None or r.exec_seq in seqs) and not r.failed
         ]
         return Evidence(before=before, after=after, calls=list(self._svc.calls), commands=commands)
 

@@ -106,6 +106,10 @@ class TraceRecord:
     exit_status: int | None  # of the process after this exec; 128+N when killed by signal N
     truncated: bool = False
     parent_pid: int | None = field(default=None, compare=False)
+    # Set for a program start that failed (the errno name, e.g. "ENOENT"): the command was issued
+    # but nothing ran.  A PATH search's misses before a later success in the same process are
+    # not kept; only a start that never succeeded is.
+    failed: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -116,7 +120,10 @@ _RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>(.*)$")
 _CALL = re.compile(r"^(\w+)\((.*)$")
 # ") = 0", ") = -1 ENOENT (No such file or directory)", ") = 2 /* 25980 in strace's PID NS */";
 # anchored at the end so a ") = " inside an argv string is never taken for the result.
-_RESULT = re.compile(r"\)\s+=\s+(-?\d+|\?)(?:\s+[A-Z]+ \([^)]*\))?(?:\s+/\* (\d+) in strace's PID NS \*/)?\s*$")
+_RESULT = re.compile(
+    r"\)\s+=\s+(-?\d+|\?)(?:\s+[A-Z]+ \([^)]*\))?(?:\s+/\* (\d+) in strace's PID NS \*/)?\s*$"
+)
+_ERRNO = re.compile(r"\)\s+=\s+-1\s+([A-Z][A-Z0-9]*) \(")
 _EXITED = re.compile(r"^\+\+\+ exited with (\d+) \+\+\+$")
 _KILLED = re.compile(r"^\+\+\+ killed by SIG(\w+)(?: \(core dumped\))? \+\+\+$")
 _SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KILL": 9, "SEGV": 11, "PIPE": 13, "ALRM": 14, "TERM": 15}
@@ -187,6 +194,11 @@ def _parse_exec_args(args: str) -> tuple[str, list[str], bool] | None:
     return _decode(path), argv, truncated
 
 
+def _errno_of(args: str) -> str:
+    m = _ERRNO.search(args)
+    return m.group(1) if m else ""
+
+
 def _result(m: re.Match[str] | None) -> str:
     """The syscall's return value; for fork-family calls the child pid in strace's namespace."""
     if m is None:
@@ -199,6 +211,7 @@ class _Proc:
     cwd: str | None
     parent: int | None = None
     last_record: int | None = None  # index into records of this pid's latest exec
+    failed_exec: int | None = None  # index of this pid's failed start, until a later start succeeds
 
 
 def parse_strace(text: str, exec_seq: int, initial_cwd: str | None) -> list[TraceRecord]:
@@ -225,7 +238,7 @@ def parse_strace(text: str, exec_seq: int, initial_cwd: str | None) -> list[Trac
             p = procs[pid] = _Proc(cwd=cwd, parent=parent)
         return p
 
-    def finish(pid: int, name: str, args: str, result: str) -> None:
+    def finish(pid: int, name: str, args: str, result: str, errno: str = "") -> None:
         p = proc(pid)
         if name in ("clone", "clone3", "fork", "vfork"):
             if result.isdigit() and int(result) > 0:
@@ -236,7 +249,27 @@ def parse_strace(text: str, exec_seq: int, initial_cwd: str | None) -> list[Trac
                     procs[child].parent = pid
             return
         if result != "0":
-            return  # failed chdir / execve (PATH search misses): nothing ran, nothing changed
+            if name in ("execve", "execveat") and p.failed_exec is None:
+                # Kept as an attempt unless the same process starts a program later (a PATH
+                # search's misses): a missing `sudo` or `npm` was still issued.
+                parsed = _parse_exec_args(args)
+                if parsed is not None:
+                    filename, argv, truncated = parsed
+                    recs.append(
+                        {
+                            "pid": pid,
+                            "time": now,
+                            "filename": filename,
+                            "argv": argv,
+                            "cwd": p.cwd,
+                            "exit_status": None,
+                            "truncated": truncated,
+                            "parent_pid": p.parent,
+                            "failed": errno or "error",
+                        }
+                    )
+                    p.failed_exec = len(recs) - 1
+            return  # failed chdir / execve: nothing ran, nothing changed
         if name == "chdir":
             m = re.match(r'^\s*"', args)
             if m:
@@ -252,6 +285,9 @@ def parse_strace(text: str, exec_seq: int, initial_cwd: str | None) -> list[Trac
             if parsed is None:
                 return
             filename, argv, truncated = parsed
+            if p.failed_exec is not None:
+                recs[p.failed_exec]["superseded"] = True  # a PATH-search miss: the start succeeded
+                p.failed_exec = None
             recs.append(
                 {
                     "pid": pid,
@@ -276,13 +312,15 @@ def parse_strace(text: str, exec_seq: int, initial_cwd: str | None) -> list[Trac
             procs[pid] = _Proc(cwd=initial_cwd)
         if (em := _EXITED.match(body)) or (km := _KILLED.match(body)):
             p = proc(pid)
+            status: int | None = None
+            if em:
+                status = int(em.group(1))
+            elif km:
+                status = 128 + _SIGNALS.get(km.group(1), 0)
             if p.last_record is not None:
-                status: int | None = None
-                if em:
-                    status = int(em.group(1))
-                elif km:
-                    status = 128 + _SIGNALS.get(km.group(1), 0)
                 recs[p.last_record]["exit_status"] = status
+            if p.failed_exec is not None:
+                recs[p.failed_exec]["exit_status"] = status
             pending.pop(pid, None)
             continue
         if rm := _RESUMED.match(body):
@@ -290,7 +328,7 @@ def parse_strace(text: str, exec_seq: int, initial_cwd: str | None) -> list[Trac
             args = unfinished_args.pop(pid, "") + rm.group(2)
             pending.pop(pid, None)
             res = _RESULT.search(args)
-            finish(pid, name, args[: res.start()] if res else args, _result(res))
+            finish(pid, name, args[: res.start()] if res else args, _result(res), _errno_of(args))
             continue
         cm = _CALL.match(body)
         if not cm:
@@ -302,10 +340,11 @@ def parse_strace(text: str, exec_seq: int, initial_cwd: str | None) -> list[Trac
             proc(pid)
             continue
         res = _RESULT.search(args)
-        finish(pid, name, args[: res.start()] if res else args, _result(res))
+        finish(pid, name, args[: res.start()] if res else args, _result(res), _errno_of(args))
 
     parents = {pid: p.parent for pid, p in procs.items()}
-    return [TraceRecord(exec_seq=exec_seq, **r) for r in _drop_harness(recs, parents)]  # type: ignore[arg-type]
+    kept = [r for r in recs if not r.pop("superseded", False)]
+    return [TraceRecord(exec_seq=exec_seq, **r) for r in _drop_harness(kept, parents)]  # type: ignore[arg-type]
 
 
 def _drop_harness(recs: list[dict[str, object]], parents: dict[int, int | None]) -> list[dict[str, object]]:
