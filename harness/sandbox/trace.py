@@ -120,9 +120,7 @@ _RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>(.*)$")
 _CALL = re.compile(r"^(\w+)\((.*)$")
 # ") = 0", ") = -1 ENOENT (No such file or directory)", ") = 2 /* 25980 in strace's PID NS */";
 # anchored at the end so a ") = " inside an argv string is never taken for the result.
-_RESULT = re.compile(
-    r"\)\s+=\s+(-?\d+|\?)(?:\s+[A-Z]+ \([^)]*\))?(?:\s+/\* (\d+) in strace's PID NS \*/)?\s*$"
-)
+_RESULT = re.compile(r"\)\s+=\s+(-?\d+|\?)(?:\s+[A-Z]+ \([^)]*\))?(?:\s+/\* (\d+) in strace's PID NS \*/)?\s*$")
 _ERRNO = re.compile(r"\)\s+=\s+-1\s+([A-Z][A-Z0-9]*) \(")
 _EXITED = re.compile(r"^\+\+\+ exited with (\d+) \+\+\+$")
 _KILLED = re.compile(r"^\+\+\+ killed by SIG(\w+)(?: \(core dumped\))? \+\+\+$")
