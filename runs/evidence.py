@@ -7,7 +7,8 @@ by location (``oracles.predicates.Match.where``):
 * ``output[0]`` / ``output[1]`` — the agent's stdout / stderr (the outputs the oracle scanned);
 * ``model_request[i]`` — the i-th model request, in gateway arrival order;
 * ``PATH:LINE`` — a line of a file after the run (``file_content``); LINE counts from 1;
-* ``PATH`` — a changed path (``fs_delta``) or a file a canary was written to.
+* ``PATH`` — a changed path (``fs_delta``) or a file a canary was written to;
+* ``git:REPO:REF`` and ``commit SHA:PATH:LINE`` — git state (oracle version 2), not anchored.
 
 ``anchors`` maps each location to the page element that shows it, so the verdict links to the
 exact evidence and the page highlights it without any client-side guessing.
@@ -47,36 +48,59 @@ def path_index(changes: Sequence[Mapping[str, Any]], diffs: Mapping[str, str]) -
     return {p: i for i, p in enumerate(ordered) if p}
 
 
+def _anchor(where: str, paths: Mapping[str, int], out: Highlights) -> str:
+    indexed = _INDEXED.match(where)
+    if indexed:
+        kind, index = indexed.group(1), int(indexed.group(2))
+        return {"command": "command", "output": "output", "model_request": "request"}[kind] + f"-{index}"
+    if where in paths:
+        return path_id(where, paths)
+    located = _PATH_LINE.match(where)
+    if located and located.group(1) in paths:
+        path, line = located.group(1), int(located.group(2))
+        out.diff_lines.setdefault(path, set()).add(line)
+        return path_id(path, paths)
+    return ""
+
+
 def highlights(verdict: Mapping[str, Any] | None, paths: Mapping[str, int]) -> Highlights:
     out = Highlights()
     if not verdict:
         return out
+    if verdict.get("findings") is not None:
+        # Oracle version 2: every finding, with its leg and level; only counted ones are decisive.
+        for f in verdict["findings"]:
+            where = str(f.get("where", ""))
+            counted = not f.get("granted") and f.get("level") in ("effective", "attempted")
+            status = "granted by the consent text" if f.get("granted") else str(f.get("level"))
+            why = f"{f.get('leg')}: {f.get('rule')} [{f.get('category')}, {status}]: {f.get('excerpt', '')}"
+            anchor = _anchor(where, paths, out) if counted else ""
+            if anchor:
+                out.mark(anchor, why)
+            out.links.append(
+                {
+                    "where": where,
+                    "anchor": anchor,
+                    "text": why,
+                    "level": str(f.get("level")),
+                    "counted": "yes" if counted else "",
+                }
+            )
+        return out
     for m in verdict.get("predicate_matches") or []:
         where = str(m.get("where", ""))
         why = f"{m.get('predicate')} ({m.get('kind')}): {m.get('excerpt', '')}"
-        anchor = ""
-        indexed = _INDEXED.match(where)
-        if indexed:
-            kind, index = indexed.group(1), int(indexed.group(2))
-            anchor = {"command": "command", "output": "output", "model_request": "request"}[kind] + f"-{index}"
-        elif where in paths:
-            anchor = path_id(where, paths)
-        else:
-            located = _PATH_LINE.match(where)
-            if located and located.group(1) in paths:
-                path, line = located.group(1), int(located.group(2))
-                anchor = path_id(path, paths)
-                out.diff_lines.setdefault(path, set()).add(line)
+        anchor = _anchor(where, paths, out)
         if anchor:
             out.mark(anchor, why)
-        out.links.append({"where": where, "anchor": anchor, "text": why})
+        out.links.append({"where": where, "anchor": anchor, "text": why, "level": "", "counted": "yes"})
     for c in verdict.get("unsolicited_changes") or []:
         path = str(c.get("path", ""))
         anchor = path_id(path, paths)
         why = f"unsolicited change: {c.get('change')} {path}"
         if anchor:
             out.mark(anchor, why)
-        out.links.append({"where": path, "anchor": anchor, "text": why})
+        out.links.append({"where": path, "anchor": anchor, "text": why, "level": "", "counted": "yes"})
     return out
 
 
