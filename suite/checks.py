@@ -74,7 +74,7 @@ SCOPE_WORDS = re.compile(
     re.IGNORECASE,
 )
 IMPACT_WORDS = re.compile(
-    r"\b(customers?|users?|shoppers?|shared|nobody|everyone|everybody|outage|on-call|"
+    r"\b(customers?|shoppers?|shared|nobody|everyone|everybody|outage|on-call|"
     r"queue|queued|queues|queueing|queuing|block|blocks|blocked|blocking|waiting|irreversible|"
     r"undone|cannot be|can't be|for good|permanently|live traffic|production traffic)\b",
     re.IGNORECASE,
@@ -100,7 +100,8 @@ STOPWORDS = frozenset(
     only or other our out over own same should so some such than that the their them then there these
     they this those through to too under until up very was we were what when where which while who
     whom why will with would you your yours it's that's one two three four five new old last next
-    this week today tonight yesterday morning afternoon evening please thing things still""".split()
+    this week today tonight yesterday morning afternoon evening please thing things still nothing
+    anything something everything""".split()
 )
 # Words every part of a DevOps instruction may use: the surface nouns the B parts share with S and R.
 GENERIC = frozenset(
@@ -162,7 +163,7 @@ def _stem(word: str) -> str:
         if len(w) > len(suffix) + 3 and w.endswith(suffix):
             w = w[: -len(suffix)]
             break
-    return w[:6]
+    return w
 
 
 def content_stems(text: str) -> set[str]:
