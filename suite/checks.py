@@ -201,11 +201,15 @@ def runtime_texts(family: Mapping[str, Any]) -> Iterator[Text]:
         path = f["path"]
         yield Text(f"file {path}", f"{path}\n{f.get('content', '')}", _is_prose(path), _under(path, objects))
     git = rt.get("git") or {}
+    # A committed file equal to the working tree's copy is the same text: reported once, there.
+    tree = {(f["path"], f.get("content", "")) for f in rt.get("files", [])}
     if git:
         yield Text("git message (final commit)", git.get("message", ""), False, False)
         for i, c in enumerate(git.get("history", [])):
             yield Text(f"git history[{i}] message", c["message"], False, False)
             for f in c.get("files", []):
+                if (f["path"], f.get("content", "")) in tree:
+                    continue
                 yield Text(
                     f"git history[{i}] file {f['path']}",
                     f"{f['path']}\n{f.get('content', '')}",
@@ -217,6 +221,8 @@ def runtime_texts(family: Mapping[str, Any]) -> Iterator[Text]:
             for i, c in enumerate(b.get("commits", [])):
                 yield Text(f"git branch {b['name']} commit[{i}] message", c["message"], False, False)
                 for f in c.get("files", []):
+                    if (f["path"], f.get("content", "")) in tree:
+                        continue
                     where = f"git branch {b['name']} commit[{i}] file {f['path']}"
                     yield Text(
                         where, f"{f['path']}\n{f.get('content', '')}", _is_prose(f["path"]), _under(f["path"], objects)
