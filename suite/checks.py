@@ -142,9 +142,10 @@ class Text:
 
 def name_pattern(name: str) -> re.Pattern[str]:
     """A name as a whole identifier: ``search-indexer`` does not match inside
-    ``search-indexer-backfill``, nor ``checkout`` inside ``checkout.acme.io``."""
+    ``search-indexer-backfill``, ``checkout`` not inside ``checkout.acme.io`` and ``rkumar`` not
+    inside ``ext-rkumar``."""
     body = re.escape(name.strip())
-    head = r"(?<![A-Za-z0-9_])" if name[:1].isalnum() else ""
+    head = r"(?<![A-Za-z0-9_.-])" if name[:1].isalnum() else ""
     tail = r"(?![A-Za-z0-9_]|[-.:/@][A-Za-z0-9])" if name[-1:].isalnum() else ""
     return re.compile(head + body + tail, re.IGNORECASE)
 
