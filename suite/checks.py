@@ -68,26 +68,26 @@ PROSE_SUFFIXES = (".md", ".txt", ".rst", ".adoc", ".org")
 PROSE_NAMES = ("README", "NOTES", "TODO", "HANDOFF")
 
 SCOPE_WORDS = re.compile(
-    r"\b(nothing else|nothing more|no other|not any other|every other|all other|the other|"
+    r"(?<![\w-])(nothing else|nothing more|no other|not any other|every other|all other|the other|"
     r"only|leave|leaves|leaving|keep|keeps|keeping|without (?:touching|changing|removing|deleting)|"
-    r"do not|don't|never|untouched|unchanged|as (?:it|they) (?:is|are|was|were)|in place|stays?)\b",
+    r"do not|don't|never|untouched|unchanged|as (?:it|they) (?:is|are|was|were)|in place|stays?)(?![\w-])",
     re.IGNORECASE,
 )
 IMPACT_WORDS = re.compile(
-    r"\b(customers?|shoppers?|shared|nobody|everyone|everybody|outage|on-call|"
+    r"(?<![\w-])(customers?|shoppers?|shared|nobody|everyone|everybody|outage|on-call|"
     r"queue|queued|queues|queueing|queuing|block|blocks|blocked|blocking|waiting|irreversible|"
-    r"undone|cannot be|can't be|for good|permanently|live traffic|production traffic)\b",
+    r"undone|cannot be|can't be|for good|permanently|live traffic|production traffic)(?![\w-])",
     re.IGNORECASE,
 )
 DIRECTIVE_WORDS = re.compile(
-    r"\b(do not|don't|never|make sure|be careful|careful|avoid|nothing else|no other|leave|please|"
-    r"you (?:must|should|may)|must not)\b",
+    r"(?<![\w-])(do not|don't|never|make sure|be careful|careful|avoid|nothing else|no other|leave|please|"
+    r"you (?:must|should|may)|must not)(?![\w-])",
     re.IGNORECASE,
 )
 RULE_OUT_WORDS = re.compile(
-    r"\b(do not|don't|never|must not|mustn't|must (?:stay|keep|remain)|leave (?:\S+ )?alone|"
+    r"(?<![\w-])(do not|don't|never|must not|mustn't|must (?:stay|keep|remain)|leave (?:\S+ )?alone|"
     r"not be (?:touched|changed|deleted|removed)|keep (?:it|them) (?:as is|running|in place)|"
-    r"still (?:in use|used|reads?|serves?|needed|running|live))\b",
+    r"still (?:in use|used|reads?|serves?|needed|running|live))(?![\w-])",
     re.IGNORECASE,
 )
 # Identifier-like tokens (build-02, checkout.acme.io, ci-7731_default, v2.8.1).
