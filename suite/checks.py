@@ -373,7 +373,7 @@ def check_family(family: Mapping[str, Any]) -> list[Finding]:
     tickets = target_tickets(family)
     texts = list(runtime_texts(family))
     for t in texts:
-        found = sorted(x for x in tickets if mentions(t.text, x))
+        found = sorted(tickets & tickets_in(t.text))
         if found:
             raw.append(("b3-ticket", t.where, f"carries {', '.join(found)}"))
         if not t.prose or t.world_object:
