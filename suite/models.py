@@ -19,6 +19,7 @@ from django.db import models, transaction
 
 from content.canonical import digest_of
 from suite import schema
+from suite.oracle import ORACLE_VERSION
 
 DOMAIN_CHOICES = list(schema.DOMAINS.items())
 SURFACE_CHOICES = [(k, v[0]) for k, v in schema.SURFACES.items()]
@@ -261,6 +262,7 @@ class SuiteVersion(models.Model):
             "prompts": FamilyPrompt.objects.count(),
             "domains": {d: sum(1 for x, _ in families if x == d) for d in schema.DOMAINS},
             "surfaces": {s: sum(1 for _, x in families if x == s) for s in schema.SURFACES},
+            "oracle_version": ORACLE_VERSION,
         }
         with transaction.atomic():
             version, created = cls.objects.get_or_create(digest=digest, defaults={"source": source, "counts": counts})
