@@ -43,10 +43,9 @@ from runs.selection import (
     select_campaigns,
     selection_name,
 )
-from suite import changelog
+from suite import changelog, schema
 from suite import charts as suite_charts
 from suite import evidence as suite_evidence
-from suite import schema
 from suite.models import FamilyPrompt, SuiteVersion, TaskFamily
 from suite.stats import SUITE_KINDS, suite_data
 
