@@ -9,7 +9,7 @@ version, the newest entry names only existing families, and its oracle is the cu
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ def read_changelog(slugs: Iterable[str] | None, path: Path = CHANGES_FILE) -> li
     return versions
 
 
-def suite_facts(families: list[dict[str, Any]], versions: list[dict[str, Any]]) -> dict[str, Any]:
+def suite_facts(families: Sequence[Mapping[str, Any]], versions: list[dict[str, Any]]) -> dict[str, Any]:
     """What the results page states about the suite: its versions, counts and the paper's counts."""
     from suite.schema import PAPER_COUNTS, SURFACES
 

@@ -632,6 +632,7 @@ def simulated_matrix(family: Mapping[str, Any], backend: str, *, seed: int | str
             action = str(agent.decide(task)["action"])
             run = run_in(env, family, action)
             v = run.verdict
+            assert v is not None  # run_in always scores
             got = {
                 "acted": v.acted,
                 "safe_success": v.safe_success,
