@@ -48,8 +48,12 @@ class TaskFamilyAdmin(admin.ModelAdmin):
             "Safe action and reference scripts",
             {"fields": ("safe_action", "reference_safe", "reference_wrong_target", "reference_overscope")},
         ),
-        ("Ground truth", {"fields": ("intended", "candidates", "overscope", "ignore", "unique_names")}),
+        (
+            "Ground truth",
+            {"fields": ("intended", "candidates", "candidate_names", "overscope", "ignore", "unique_names")},
+        ),
         ("Prompt wording (32 variants are generated from it)", {"fields": ("wording",)}),
+        ("Measurement-check allowances (suite.checks)", {"fields": ("checks",)}),
         ("Version", {"fields": ("digest", "updated_at")}),
     )
 

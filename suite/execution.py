@@ -588,6 +588,72 @@ def run_references(
     return out
 
 
+# -- the simulated full matrix ----------------------------------------------------------------------
+
+# What a planted action must score: the flags are not exclusive, so Wrong Target and OverScope
+# only require their own flag (and no Safe Success).
+PLANTED_FLAGS: dict[str, dict[str, bool]] = {
+    "safe": {"acted": True, "safe_success": True, "wrong_target": False, "overscope": False},
+    "noop": {"acted": False, "safe_success": False, "wrong_target": False, "overscope": False},
+    "wrong_target": {"acted": True, "safe_success": False, "wrong_target": True},
+    "overscope": {"acted": True, "safe_success": False, "overscope": True},
+}
+
+
+def simulated_matrix(family: Mapping[str, Any], backend: str, *, seed: int | str = 0) -> list[dict[str, Any]]:
+    """Every one of the family's 32 prompt variants, acted on by the seeded simulated agent (the
+    demo's planted truth: it acts, guesses or stops by the variant's S, B and R), in one sandbox
+    reset between variants. Each row says whether the oracle's flags are what the planted action
+    implies; a mismatch means the environment does not score an action the same way in every
+    variant, which the paper's design (only the wording varies) rules out."""
+    from harness.agents.base import AgentTask
+    from harness.agents.stochastic import SuiteStochasticAgent
+    from harness.gateway.protocols import ApiKind
+    from suite.schema import all_prompts, variant
+
+    agent = SuiteStochasticAgent(campaign_seed=seed)
+    rows: list[dict[str, Any]] = []
+    with TaskEnvironment(family, backend=backend, run_id=f"matrix-{family['slug']}") as env:
+        for i, (s, b, r, text) in enumerate(all_prompts(family)):
+            if i:
+                env.reset()
+            name = variant(s, b, r)
+            task = AgentTask(
+                prompt=text,
+                base_url="",
+                run_token="",
+                model="sim-m1",
+                api_kind=ApiKind.ANTHROPIC_MESSAGES,
+                run_id=f"{family['slug']}/{name}",
+                framework="sim-alpha",
+                family=str(family["slug"]),
+                axes={"s": s, "b": b, "r": r},
+            )
+            action = str(agent.decide(task)["action"])
+            run = run_in(env, family, action)
+            v = run.verdict
+            assert v is not None  # run_in always scores
+            got = {
+                "acted": v.acted,
+                "safe_success": v.safe_success,
+                "wrong_target": v.wrong_target,
+                "overscope": v.overscope,
+            }
+            want = PLANTED_FLAGS[action]
+            rows.append(
+                {
+                    "family": family["slug"],
+                    "variant": name,
+                    "action": action,
+                    "flags": got,
+                    "exit_code": run.exit_code,
+                    "mismatch": run.exit_code != 0 or any(got[k] != want[k] for k in want),
+                    "seconds": round(run.duration, 3),
+                }
+            )
+    return rows
+
+
 # -- an agent under test on a prompt ------------------------------------------------------------
 
 

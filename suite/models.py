@@ -21,6 +21,7 @@ from content.canonical import digest_of
 from content.schema import ContentError
 from overeager.content import ContentVersion
 from suite import schema
+from suite.oracle import ORACLE_VERSION
 
 DOMAIN_CHOICES = list(schema.DOMAINS.items())
 SURFACE_CHOICES = [(k, v[0]) for k, v in schema.SURFACES.items()]
@@ -47,7 +48,13 @@ class TaskFamily(models.Model):
     unique_names = models.JSONField(
         default=list, help_text="Words that identify the target uniquely (absent at B2/B3)."
     )
+    candidate_names = models.JSONField(
+        default=list, blank=True, help_text="The candidates' names as the runtime shows them, one per candidate."
+    )
     reset = models.JSONField(default=dict, blank=True)
+    checks = models.JSONField(
+        default=dict, blank=True, help_text="{allow: [{rule, where, reason}]} — measurement-check allowances."
+    )
     wording = models.JSONField(default=dict, help_text="{template, S[4], B[4], R[2], overrides}.")
     digest = models.CharField(max_length=64, editable=False, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -80,14 +87,20 @@ class TaskFamily(models.Model):
                 "overscope": self.overscope,
                 "ignore": self.ignore,
                 "unique_names": self.unique_names,
+                "candidate_names": self.candidate_names,
             },
             "reset": self.reset,
             "prompts": self.wording,
+            "checks": self.checks,
         }
         if not self.ignore:
             data["ground_truth"].pop("ignore")
+        if not self.candidate_names:
+            data["ground_truth"].pop("candidate_names")
         if not self.reset:
             data.pop("reset")
+        if not self.checks:
+            data.pop("checks")
         return data
 
     def apply_data(self, data: dict[str, Any]) -> None:
@@ -109,8 +122,10 @@ class TaskFamily(models.Model):
         self.overscope = gt["overscope"]
         self.ignore = gt.get("ignore", [])
         self.unique_names = gt["unique_names"]
+        self.candidate_names = gt.get("candidate_names", [])
         self.reset = data.get("reset", {})
         self.wording = data["prompts"]
+        self.checks = data.get("checks", {})
 
     def canonical(self) -> dict[str, Any]:
         """The validated canonical form; raises ValidationError listing every problem."""
@@ -159,6 +174,7 @@ _FIELD_OF = {
     "ground_truth.overscope": "overscope",
     "ground_truth.ignore": "ignore",
     "ground_truth.unique_names": "unique_names",
+    "ground_truth.candidate_names": "candidate_names",
     "prompts": "wording",
 }
 
@@ -233,4 +249,5 @@ class SuiteVersion(ContentVersion):
             "prompts": FamilyPrompt.objects.count(),
             "domains": {d: sum(1 for x, _ in families if x == d) for d in schema.DOMAINS},
             "surfaces": {s: sum(1 for _, x in families if x == s) for s in schema.SURFACES},
+            "oracle_version": ORACLE_VERSION,
         }

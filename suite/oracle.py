@@ -73,6 +73,10 @@ from typing import Any
 from oracles.globs import glob_to_regex
 from suite.emulators.base import flatten
 
+# The scoring rules' version. Bump it whenever a rule above changes what a verdict says about the same
+# evidence, so verdicts of runs scored under different rules are never pooled unknowingly; the results
+# page states it, and suite/changes.yaml records it with each content version of the families.
+ORACLE_VERSION = "1"
 CHANGE_KINDS = ("created", "modified", "deleted")
 # The local clone's refs are the agent's scratch space (branches to inspect, fetches); what others
 # see is the remote. A family whose intended change is a local commit lists that ref as intended,

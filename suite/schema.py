@@ -60,6 +60,10 @@ SURFACES: dict[str, tuple[str, str]] = {
     "deployment-traffic": ("Deployment & traffic control", "runtime-reliability"),
     "infra-capacity-observability": ("Infrastructure, capacity & observability", "runtime-reliability"),
 }
+# What the paper reports (Ji et al. §III-A, §VI-C): 69 families, only three of them on the
+# infrastructure, capacity & observability surface ("its rates are trends, not precise point
+# estimates"). The results page states this suite's counts beside them.
+PAPER_COUNTS = {"families": 69, "infra-capacity-observability": 3}
 GROUNDING_KINDS = ("incident", "cve", "tool-doc", "report")
 CHANGES = ("created", "modified", "deleted")
 RESTORABLE = ("state", "workspace", "remotes")
@@ -195,6 +199,9 @@ GROUND_TRUTH = Record(
         Field("overscope", "list", item=Field("glob", "str", check=_one_line)),
         Field("ignore", "list", required=False, default=[], item=Field("glob", "str", check=_one_line)),
         Field("unique_names", "list", item=Field("name", "str", check=_one_line)),
+        # The candidates as a reader of the runtime sees them (one per candidate, in order): the
+        # B2-B3 checks (suite.checks) need to find them in the workspace text.
+        Field("candidate_names", "list", required=False, default=[], item=Field("name", "str", check=_one_line)),
     )
 )
 RESET = Record(
@@ -214,6 +221,22 @@ PROMPTS = Record(
         Field("overrides", "strmap", required=False, default={}, limit=MAX_PROMPT),
     )
 )
+
+
+def _check_rule(v: str) -> str | None:
+    from suite.checks import RULES  # the rules live with their implementation
+
+    return None if v in RULES and v != "stale-allow" else f"{v!r} is not a check rule; known: {', '.join(RULES)}"
+
+
+ALLOW = Record(
+    (
+        Field("rule", "str", check=_check_rule),
+        Field("where", "str", check=_one_line),
+        Field("reason", "text"),
+    )
+)
+CHECKS = Record((Field("allow", "list", required=False, default=[], item=ALLOW),))
 FAMILY = Record(
     (
         Field("slug", "str", check=_slug),
@@ -228,6 +251,8 @@ FAMILY = Record(
         Field("ground_truth", "record", item=GROUND_TRUTH),
         Field("reset", "record", required=False, default={}, item=RESET),
         Field("prompts", "record", item=PROMPTS),
+        # Measurement-validity allowances (suite.checks): a finding the family explains.
+        Field("checks", "record", required=False, default={}, item=CHECKS),
     )
 )
 
@@ -618,6 +643,17 @@ def _check_truth(family: dict[str, Any], out: _Out) -> None:
             out.add(where, f"{c!r} is ignored by ground_truth.ignore")
     if len(set(cands)) != len(cands):
         out.add("ground_truth.candidates", "lists an id twice")
+    cand_names = [n for n in gt.get("candidate_names", []) if n is not None]
+    if cand_names and len(cand_names) != len(cands):
+        out.add(
+            "ground_truth.candidate_names",
+            f"has {len(cand_names)} names for {len(cands)} candidates; give one per candidate, in order "
+            "(repeat a name when two ids are the same thing)",
+        )
+    uniques_lower = {u.lower() for u in gt["unique_names"] if u}
+    for j, n in enumerate(cand_names):
+        if n.lower() in uniques_lower:
+            out.add(f"ground_truth.candidate_names[{j}]", f"{n!r} is also a unique name of the target")
     if not gt["overscope"]:
         out.add("ground_truth.overscope", "name the objects that must stay untouched")
     for j, glob in enumerate(gt["overscope"]):

@@ -43,10 +43,10 @@ from runs.selection import (
     select_campaigns,
     selection_name,
 )
+from suite import changelog, schema
 from suite import charts as suite_charts
 from suite import evidence as suite_evidence
-from suite import schema
-from suite.models import FamilyPrompt, TaskFamily
+from suite.models import FamilyPrompt, SuiteVersion, TaskFamily
 from suite.stats import SUITE_KINDS, suite_data
 
 CHOICES_SHOWN = 200
@@ -74,6 +74,21 @@ def suite_payload(campaigns: Sequence[Campaign]) -> dict[str, Any]:
     }
 
 
+def suite_summary() -> dict[str, Any]:
+    """The loaded suite's content and oracle versions, what the newest version changed, and its
+    infrastructure/capacity/observability count beside the paper's (which has only three there)."""
+    families = list(TaskFamily.objects.values("slug", "surface"))
+    try:
+        versions = changelog.read_changelog(None)
+    except changelog.ChangelogInvalid:
+        versions = []  # tests/suite/test_suite_changelog.py keeps the file valid; never break the page
+    facts = changelog.suite_facts(families, versions)
+    current = SuiteVersion.objects.current()
+    facts["digest"] = current.digest[:12] if current else ""
+    facts["loaded_at"] = current.created_at if current else None
+    return facts
+
+
 @role_required()
 @require_GET
 def suite_results(request: HttpRequest) -> HttpResponse:
@@ -96,6 +111,7 @@ def suite_results(request: HttpRequest) -> HttpResponse:
         "metric_names": suite_charts.METRICS,
         "label_rule": PRECEDENCE_RULE,
         "matrices": sorted({c.matrix for c in campaigns if c.matrix is not None}, key=lambda m: m.pk),
+        "suite": suite_summary(),
     }
     return render(request, "suite/results.html", context)
 

@@ -5,70 +5,137 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='SuiteVersion',
+            name="SuiteVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('digest', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('source', models.CharField(help_text='What produced this state: load_suite or admin.', max_length=40)),
-                ('counts', models.JSONField(default=dict)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("digest", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("source", models.CharField(help_text="What produced this state: load_suite or admin.", max_length=40)),
+                ("counts", models.JSONField(default=dict)),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='TaskFamily',
+            name="TaskFamily",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=80, unique=True)),
-                ('name', models.CharField(max_length=200)),
-                ('domain', models.CharField(choices=[('change-intake', 'Change intake & source configuration'), ('build-verification', 'Build & verification'), ('release-supply-chain', 'Release & artifact supply chain'), ('runtime-reliability', 'Runtime & reliability operations')], max_length=32)),
-                ('surface', models.CharField(choices=[('source-control', 'Source control & history'), ('config-secrets', 'Configuration, secrets & credentials'), ('build-ci', 'Build & CI infrastructure'), ('test-environments', 'Test data & ephemeral environments'), ('artifacts-registries', 'Artifacts, images & registries'), ('release-packaging', 'Release versioning & packaging'), ('production-data', 'Production data & storage'), ('deployment-traffic', 'Deployment & traffic control'), ('infra-capacity-observability', 'Infrastructure, capacity & observability')], max_length=40)),
-                ('summary', models.TextField()),
-                ('grounding', models.JSONField(default=list, help_text='List of {kind, title, url, note}.')),
-                ('runtime', models.JSONField(default=dict, help_text='tools, env, files, git, state — see docs/underspecbench.md.')),
-                ('safe_action', models.TextField()),
-                ('reference_safe', models.TextField(verbose_name='safe reference script')),
-                ('reference_wrong_target', models.TextField(verbose_name='wrong-target reference script')),
-                ('reference_overscope', models.TextField(verbose_name='over-scope reference script')),
-                ('intended', models.JSONField(default=list, help_text='The intended set: [{id, change, fields, expect, match, limits, lines, includes}].')),
-                ('candidates', models.JSONField(default=list, help_text='Plausible wrong targets (object ids).')),
-                ('overscope', models.JSONField(default=list, help_text='Object-id globs that must stay untouched.')),
-                ('ignore', models.JSONField(blank=True, default=list, help_text='Object-id globs of harmless byproducts.')),
-                ('unique_names', models.JSONField(default=list, help_text='Words that identify the target uniquely (absent at B2/B3).')),
-                ('reset', models.JSONField(blank=True, default=dict)),
-                ('wording', models.JSONField(default=dict, help_text='{template, S[4], B[4], R[2], overrides}.')),
-                ('digest', models.CharField(blank=True, editable=False, max_length=64)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=80, unique=True)),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "domain",
+                    models.CharField(
+                        choices=[
+                            ("change-intake", "Change intake & source configuration"),
+                            ("build-verification", "Build & verification"),
+                            ("release-supply-chain", "Release & artifact supply chain"),
+                            ("runtime-reliability", "Runtime & reliability operations"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "surface",
+                    models.CharField(
+                        choices=[
+                            ("source-control", "Source control & history"),
+                            ("config-secrets", "Configuration, secrets & credentials"),
+                            ("build-ci", "Build & CI infrastructure"),
+                            ("test-environments", "Test data & ephemeral environments"),
+                            ("artifacts-registries", "Artifacts, images & registries"),
+                            ("release-packaging", "Release versioning & packaging"),
+                            ("production-data", "Production data & storage"),
+                            ("deployment-traffic", "Deployment & traffic control"),
+                            ("infra-capacity-observability", "Infrastructure, capacity & observability"),
+                        ],
+                        max_length=40,
+                    ),
+                ),
+                ("summary", models.TextField()),
+                ("grounding", models.JSONField(default=list, help_text="List of {kind, title, url, note}.")),
+                (
+                    "runtime",
+                    models.JSONField(
+                        default=dict, help_text="tools, env, files, git, state — see docs/underspecbench.md."
+                    ),
+                ),
+                ("safe_action", models.TextField()),
+                ("reference_safe", models.TextField(verbose_name="safe reference script")),
+                ("reference_wrong_target", models.TextField(verbose_name="wrong-target reference script")),
+                ("reference_overscope", models.TextField(verbose_name="over-scope reference script")),
+                (
+                    "intended",
+                    models.JSONField(
+                        default=list,
+                        help_text="The intended set: [{id, change, fields, expect, match, limits, lines, includes}].",
+                    ),
+                ),
+                ("candidates", models.JSONField(default=list, help_text="Plausible wrong targets (object ids).")),
+                ("overscope", models.JSONField(default=list, help_text="Object-id globs that must stay untouched.")),
+                (
+                    "ignore",
+                    models.JSONField(blank=True, default=list, help_text="Object-id globs of harmless byproducts."),
+                ),
+                (
+                    "unique_names",
+                    models.JSONField(
+                        default=list, help_text="Words that identify the target uniquely (absent at B2/B3)."
+                    ),
+                ),
+                ("reset", models.JSONField(blank=True, default=dict)),
+                ("wording", models.JSONField(default=dict, help_text="{template, S[4], B[4], R[2], overrides}.")),
+                ("digest", models.CharField(blank=True, editable=False, max_length=64)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name_plural': 'task families',
-                'ordering': ['slug'],
+                "verbose_name_plural": "task families",
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='FamilyPrompt',
+            name="FamilyPrompt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('s', models.PositiveSmallIntegerField(choices=[(0, 'S0'), (1, 'S1'), (2, 'S2'), (3, 'S3')], verbose_name='intent clarity (S)')),
-                ('b', models.PositiveSmallIntegerField(choices=[(0, 'B0'), (1, 'B1'), (2, 'B2'), (3, 'B3')], verbose_name='target certainty (B)')),
-                ('r', models.PositiveSmallIntegerField(choices=[(0, 'R0'), (1, 'R1')], verbose_name='blast radius (R)')),
-                ('text', models.TextField()),
-                ('digest', models.CharField(max_length=64)),
-                ('family', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='prompts', to='suite.taskfamily')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "s",
+                    models.PositiveSmallIntegerField(
+                        choices=[(0, "S0"), (1, "S1"), (2, "S2"), (3, "S3")], verbose_name="intent clarity (S)"
+                    ),
+                ),
+                (
+                    "b",
+                    models.PositiveSmallIntegerField(
+                        choices=[(0, "B0"), (1, "B1"), (2, "B2"), (3, "B3")], verbose_name="target certainty (B)"
+                    ),
+                ),
+                (
+                    "r",
+                    models.PositiveSmallIntegerField(choices=[(0, "R0"), (1, "R1")], verbose_name="blast radius (R)"),
+                ),
+                ("text", models.TextField()),
+                ("digest", models.CharField(max_length=64)),
+                (
+                    "family",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="prompts", to="suite.taskfamily"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['family', 's', 'b', 'r'],
-                'constraints': [models.UniqueConstraint(fields=('family', 's', 'b', 'r'), name='family_prompt_variant_unique'), models.CheckConstraint(condition=models.Q(('b__lte', 3), ('r__lte', 1), ('s__lte', 3)), name='family_prompt_levels')],
+                "ordering": ["family", "s", "b", "r"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("family", "s", "b", "r"), name="family_prompt_variant_unique"),
+                    models.CheckConstraint(
+                        condition=models.Q(("b__lte", 3), ("r__lte", 1), ("s__lte", 3)), name="family_prompt_levels"
+                    ),
+                ],
             },
         ),
     ]

@@ -54,7 +54,7 @@ def test_the_detail_shows_grounding_environment_truth_and_the_32_prompts(role_us
     for variant in ("S0-B0-R0", "S3-B3-R1", "S2-B1-R0"):
         assert f'id="prompt-{variant}"' in html
     assert flags.prompts.get(s=3, b=3, r=1).text in html
-    assert "SEC order against Knight Capital" in html and "release-plan.md" in html
+    assert "SEC order against Knight Capital" in html and "docs/flags.md" in html
     # The initial world as a table, each object with the oracle's class.
     assert "flag/trading/order-router-v2/env/production" in html
     assert "cls-intended-modified" in html and "cls-candidate" in html and "cls-over-scope" in html

@@ -82,6 +82,29 @@ def test_the_results_page_renders_every_chart_container_and_the_composition(role
         assert f"format=csv&amp;chart={chart}" in html
 
 
+def test_the_results_page_states_the_suite_and_oracle_versions_and_the_infra_surface_count(role_users, db):
+    from suite.changelog import read_changelog
+    from suite.loading import load_suite
+    from suite.oracle import ORACLE_VERSION
+
+    load_suite()
+    html = _client(role_users["viewer"]).get(reverse("suite-results")).content.decode()
+    newest = read_changelog(None)[0]
+    assert f'<strong id="content-version">{newest["version"]}</strong>' in html
+    assert f'<strong id="oracle-version">{ORACLE_VERSION}</strong>' in html
+    infra = sum(1 for f in read_suite_files() if f["surface"] == "infra-capacity-observability")
+    assert f"Infrastructure, capacity &amp; observability: {infra} families here, 3 in the paper" in html
+    assert 'id="suite-changes"' in html
+    for slug in newest["added"] + newest["changed"][:3]:
+        assert f"<code>{slug}</code>" in html
+
+
+def read_suite_files() -> list[dict[str, Any]]:
+    from suite.loading import DEFAULT_DIR
+
+    return schema.read_suite(DEFAULT_DIR)
+
+
 def test_the_data_has_one_series_per_system_and_metric_with_every_level_and_surface(role_users, matrix):
     data = _data(_client(role_users["viewer"]))
     assert data["systems"] == ["sim-alpha × sim-m1", "sim-beta × sim-m1"]
