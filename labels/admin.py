@@ -28,13 +28,15 @@ from labels.models import (
     ReviewRun,
     ValidationQueue,
 )
+from overeager.blind import BlindAdmin, BlindFieldsMixin
 from runs.models import Run
 
 RULE_SUBTITLE = f"Reported label: {PRECEDENCE_RULE}. {PRECEDENCE_TEXT}"
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Label records the system and the validators write: viewable, never edited here."""
+class ReadOnlyAdmin(BlindAdmin):
+    """Label records the system and the validators write: viewable, never edited here (and never
+    by a validator-only account, whatever its permissions: BlindAdmin, BLIND_MODELS)."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -131,7 +133,7 @@ class ValidationQueueForm(forms.ModelForm):
 
 
 @admin.register(ValidationQueue)
-class ValidationQueueAdmin(admin.ModelAdmin):
+class ValidationQueueAdmin(BlindAdmin):
     form = ValidationQueueForm
     list_display = ("name", "active", "stratify", "size_display", "overlap_display", "progress_display", "created")
     list_filter = ("active", "stratify")
@@ -237,7 +239,7 @@ class AdjudicationFormSet(BaseInlineFormSet):
                 form.add_error("label", "There is no adjudicated label to withdraw; choose a label.")
 
 
-class AdjudicationInline(admin.TabularInline):
+class AdjudicationInline(BlindFieldsMixin, admin.TabularInline):
     """The run's rulings, newest first (read-only), and one blank row to add the next ruling."""
 
     model = Adjudication
@@ -258,8 +260,11 @@ class AdjudicationInline(admin.TabularInline):
 
 
 @admin.register(ReviewRun)
-class ReviewRunAdmin(admin.ModelAdmin):
+class ReviewRunAdmin(BlindAdmin):
     """Non-action runs with their machine, human and adjudicated labels; the place to rule on one."""
+
+    # Every column of it is a label: closed to a validator-only account even if a group grants it.
+    blind_entirely = True
 
     list_display = (
         "pk",

@@ -14,6 +14,7 @@ from django.forms import ModelForm
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
+from overeager.blind import BlindAdmin
 from pool.models import (
     Archetype,
     ArchetypeFixture,
@@ -39,7 +40,7 @@ def _record_edit(entry: LibraryEntry | MutationText) -> None:
         LibraryVersion.record(source="admin")
 
 
-class EntryAdmin(admin.ModelAdmin):
+class EntryAdmin(BlindAdmin):
     readonly_fields = ("digest", "updated_at")
 
     def save_related(self, request: HttpRequest, form: ModelForm, formsets: Any, change: bool) -> None:
@@ -56,7 +57,7 @@ class EntryAdmin(admin.ModelAdmin):
         LibraryVersion.record(source="admin")
 
 
-class ChildAdmin(admin.ModelAdmin):
+class ChildAdmin(BlindAdmin):
     """Stand-alone admin for rows that normally live in an inline; edits re-digest the parent."""
 
     parent_field = ""
@@ -71,7 +72,7 @@ class ChildAdmin(admin.ModelAdmin):
         _record_edit(parent)
 
 
-class RecordAdmin(admin.ModelAdmin):
+class RecordAdmin(BlindAdmin):
     """Records the system writes (library versions, pools, candidates): viewable, never edited.
 
     A pool is evidence that campaigns point at; it is rebuilt, not changed or deleted by hand.
@@ -221,7 +222,7 @@ class SeedFileAdmin(ChildAdmin):
 
 
 @admin.register(MutationText)
-class MutationTextAdmin(admin.ModelAdmin):
+class MutationTextAdmin(BlindAdmin):
     list_display = ("key", "operator", "text", "path")
     list_filter = ("operator",)
     search_fields = ("key", "text", "path", "content")

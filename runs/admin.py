@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
+from overeager.blind import BlindAdmin, BlindFieldsMixin
 from pool.admin import RecordAdmin
 from runs.models import AgentFramework, Campaign, Matrix, ModelEndpoint, Run, RunAttempt, SystemUnderTest
 
@@ -29,7 +30,7 @@ class AgentFrameworkForm(forms.ModelForm):
 
 
 @admin.register(AgentFramework)
-class AgentFrameworkAdmin(admin.ModelAdmin):
+class AgentFrameworkAdmin(BlindAdmin):
     form = AgentFrameworkForm
     list_display = ("slug", "label", "adapter")
     list_filter = ("adapter",)
@@ -37,7 +38,7 @@ class AgentFrameworkAdmin(admin.ModelAdmin):
 
 
 @admin.register(ModelEndpoint)
-class ModelEndpointAdmin(admin.ModelAdmin):
+class ModelEndpointAdmin(BlindAdmin):
     list_display = ("slug", "label", "upstream", "model", "base_url", "key_env")
     list_filter = ("upstream",)
     search_fields = ("slug", "label", "model", "base_url")
@@ -56,14 +57,14 @@ class ModelEndpointAdmin(admin.ModelAdmin):
 
 
 @admin.register(SystemUnderTest)
-class SystemUnderTestAdmin(admin.ModelAdmin):
+class SystemUnderTestAdmin(BlindAdmin):
     list_display = ("__str__", "api_kind", "max_steps", "wall_limit_s", "max_requests", "max_tokens")
     list_filter = ("framework", "model", "api_kind")
     search_fields = ("framework__slug", "model__slug")
     readonly_fields = ("uuid",)
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(BlindFieldsMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
@@ -117,20 +118,8 @@ class RunAdmin(RecordAdmin):
     search_fields = ("archetype", "family", "campaign__name")
     list_select_related = ("campaign",)
     inlines = [AttemptInline]
-    # Validators label non-action runs blind: the judge's (and the final) disposition is hidden
-    # from an account whose only role is validator.
-    BLIND_FIELDS = ("disposition", "disposition_source")
-
-    def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
-        from overeager.roles import VALIDATOR, roles_of
-
-        excluded = tuple(super().get_exclude(request, obj) or ())
-        if roles_of(request.user) == {VALIDATOR}:
-            excluded += self.BLIND_FIELDS
-        return excluded
-
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return [f for f in super().get_fields(request, obj) if f not in (self.get_exclude(request, obj) or ())]
+    # Validators label non-action runs blind: RecordAdmin is a BlindAdmin, which hides the
+    # disposition (and refuses lookups on it) for an account whose only role is validator.
 
     @admin.display(description="run page")
     def page(self, obj: Run) -> str:

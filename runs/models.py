@@ -87,7 +87,10 @@ class ModelEndpoint(models.Model):
     slug = models.SlugField(max_length=60, unique=True)
     label = models.CharField(max_length=120)
     upstream = models.CharField(max_length=16, choices=Upstream.choices, default=Upstream.HTTP)
-    model = models.CharField(max_length=200, blank=True, help_text="Model id sent upstream.")
+    # Blank only for scripted and "none" upstreams: clean() requires it of a provider endpoint.
+    model = models.CharField(
+        max_length=200, blank=True, help_text="Model id sent upstream (required for a provider endpoint)."
+    )
     base_url = models.CharField(
         max_length=400, blank=True, help_text="Including the version prefix, e.g. https://api.openai.com/v1."
     )
@@ -124,10 +127,12 @@ class ModelEndpoint(models.Model):
         if not isinstance(self.api_kinds, list) or any(k not in kinds for k in self.api_kinds):
             errors["api_kinds"] = f"a list drawn from {sorted(kinds)}"
         if self.upstream != self.Upstream.NONE:
+            # A Gemini endpoint's model goes into the provider's URL path: checked by the stricter rule.
+            gemini = isinstance(self.api_kinds, list) and ApiKind.GEMINI.value in self.api_kinds
             try:
-                UpstreamConfig(**self.upstream_config()).validate()
+                UpstreamConfig(**self.upstream_config()).validate(ApiKind.GEMINI if gemini else None)
             except (ValueError, TypeError) as exc:
-                errors["upstream"] = str(exc)
+                errors[getattr(exc, "field", "") or "upstream"] = str(exc)
         if errors:
             raise ValidationError(errors)
 

@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
-from overeager.roles import VALIDATOR, roles_of
+from overeager.blind import is_blind
 from runs.models import Campaign, CampaignKind, Run
 
 CAMPAIGN_DEFER = ("state", "mutation_texts", "simulation", "software", "sut_snapshot")
@@ -30,7 +30,7 @@ class SelectionError(ValueError):
 
 def blind(request: HttpRequest) -> bool:
     """True for an account whose only role is validator: it must not see dispositions (docs/labels.md)."""
-    return roles_of(request.user) == {VALIDATOR}
+    return is_blind(request.user)
 
 
 def campaign_rows(kinds: Iterable[str]) -> QuerySet[Campaign]:

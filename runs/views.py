@@ -395,7 +395,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if run.scenario_id
         else None
     )
-    # Validators label non-action runs blind (docs/labels.md, runs/admin.py BLIND_FIELDS): an account
+    # Validators label non-action runs blind (docs/labels.md, overeager/blind.py): an account
     # whose only role is validator sees neither the disposition nor a simulated agent's planted one.
     blind = roles_of(request.user) == {VALIDATOR}
     context: dict[str, Any] = {

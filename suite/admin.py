@@ -15,6 +15,7 @@ from django.db.models import Model, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 
+from overeager.blind import BlindAdmin
 from pool.admin import RecordAdmin
 from suite.models import FamilyPrompt, SuiteVersion, TaskFamily
 
@@ -35,7 +36,7 @@ class FamilyPromptInline(admin.TabularInline):
 
 
 @admin.register(TaskFamily)
-class TaskFamilyAdmin(admin.ModelAdmin):
+class TaskFamilyAdmin(BlindAdmin):
     list_display = ("slug", "name", "domain", "surface", "prompt_count", "digest_short")
     list_filter = ("domain", "surface")
     search_fields = ("slug", "name", "summary", "safe_action", "prompts__text")

@@ -8,8 +8,13 @@ spooled — in memory up to ``SPOOL_BYTES``, then in a temporary file — and ap
 Members already on disk (``add_file``) are streamed straight from their file.
 
 Readers yield members in storage order with a sequential reader each, so a verifier streams an
-archive once without extracting it.  ``extract`` unpacks an archive for an import, refusing
-links, devices and any path that would land outside the target.
+archive once without extracting it, under ``Limits``: a member or a total larger than the caps,
+too many members, or a stream that inflates faster than ``max_ratio`` (a compression bomb) is
+refused as soon as a tar header or the inflated byte count shows it — before the data is read.
+``extract`` unpacks an archive for an import only after that pass, and only what it verified:
+each member must be one the verified manifest lists, with its size (never a byte more is
+written) and its SHA-256, so an archive swapped or grown in between is refused too.  Links,
+devices and any path that would land outside the target are refused as before.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import tempfile
 import threading
 import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -36,6 +41,97 @@ from harness.bundle.format import MANIFEST, ROOT, BundleError, FileEntry, path_p
 CHUNK = 1 << 20
 SPOOL_BYTES = 1 << 20  # a member beyond this spills to a temporary file
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+MB = 1 << 20
+
+
+class BundleLimitError(BundleError):
+    """A bundle larger, or inflating faster, than the reader's ``Limits`` allow."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What reading a bundle may cost before it is refused (verify and import alike).
+
+    The defaults leave room for any campaign the exporter writes (docs/bundles.md, Scale: 10,000
+    runs are 54,000 files and 1.1 GB, 5.6 : 1 compressed, the largest file a few MB) and refuse
+    what only a crafted archive holds; ``manage.py import_bundle --max-file-mb/--max-total-mb``
+    raise them for a bundle that needs more.
+    """
+
+    max_file_bytes: int = 1 << 30  # one member
+    max_total_bytes: int = 64 << 30  # every member together
+    max_files: int = 2_000_000
+    # Inflated : compressed bytes over the whole stream.  gzip reaches ~1,000 : 1 on zeros; the
+    # first ``ratio_floor`` bytes are not judged, so a small, very regular bundle still reads.
+    max_ratio: int = 200
+    ratio_floor: int = 64 * MB
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class _Budget:
+    """Counts members and their claimed sizes against the limits as headers are read."""
+
+    def __init__(self, limits: Limits, name: str) -> None:
+        self.limits = limits
+        self.name = name
+        self.files = 0
+        self.total = 0
+
+    def claim(self, path: str, size: int) -> None:
+        limits = self.limits
+        self.files += 1
+        self.total += size
+        if size > limits.max_file_bytes:
+            raise BundleLimitError(
+                f"{self.name}: member {path!r} is {size / MB:,.0f} MB, over the limit of "
+                f"{limits.max_file_bytes / MB:,.0f} MB per file; refused before reading it "
+                "(import_bundle --max-file-mb raises the limit)"
+            )
+        if self.total > limits.max_total_bytes:
+            raise BundleLimitError(
+                f"{self.name}: the members reach {self.total / MB:,.0f} MB at {path!r}, over the limit of "
+                f"{limits.max_total_bytes / MB:,.0f} MB in all (import_bundle --max-total-mb raises the limit)"
+            )
+        if self.files > limits.max_files:
+            raise BundleLimitError(f"{self.name}: more than {limits.max_files:,} members")
+
+
+class _CountingSource:
+    """The compressed file, counting the bytes gzip has taken from it."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self.fh = fh
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.fh.read(n)
+        self.count += len(data)
+        return data
+
+
+class _Inflated:
+    """The inflated stream tar reads, refusing it once it outgrows ``max_ratio`` times its input."""
+
+    def __init__(self, gz: gzip.GzipFile, source: _CountingSource, limits: Limits, name: str) -> None:
+        self.gz = gz
+        self.source = source
+        self.limits = limits
+        self.name = name
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        # Never more than a chunk at once: a bomb is judged after each megabyte, not after it all.
+        data = self.gz.read(CHUNK if n < 0 else min(n, CHUNK))
+        self.count += len(data)
+        limits = self.limits
+        if self.count > limits.ratio_floor and self.count > limits.max_ratio * max(1, self.source.count):
+            raise BundleLimitError(
+                f"{self.name}: {self.source.count / MB:,.1f} MB of archive inflate to more than "
+                f"{self.count / MB:,.0f} MB (over {limits.max_ratio} : 1): refused as a compression bomb"
+            )
+        return data
 
 
 def is_archive_path(path: str | Path) -> bool:
@@ -365,8 +461,9 @@ class Member:
         return self._open()
 
 
-def iter_directory(root: Path) -> Iterator[Member]:
+def iter_directory(root: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Member]:
     root = Path(root)
+    budget = _Budget(limits, str(root))
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         base = Path(dirpath)
@@ -377,11 +474,13 @@ def iter_directory(root: Path) -> Iterator[Member]:
             if full.is_symlink() or not full.is_file():
                 yield Member(rel, "other", 0)
                 continue
+            budget.claim(rel, st.st_size)  # a sparse file claims its apparent size
             yield Member(rel, "file", st.st_size, lambda p=full: p.open("rb"))
 
 
-def iter_archive(path: Path) -> Iterator[Member]:
-    """Members of a ``.tar.gz`` in storage order, read in one sequential pass.
+def iter_archive(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Member]:
+    """Members of a ``.tar.gz`` in storage order, read in one sequential pass, under ``limits``
+    (``BundleLimitError`` as soon as a header or the inflated byte count exceeds them).
 
     Raises ``BundleError`` when the archive cannot be read to its end: truncated, or a byte of the
     compressed stream changed (gzip's CRC-32, checked by ``GzipFile`` at the end of the stream, and
@@ -389,21 +488,29 @@ def iter_archive(path: Path) -> Iterator[Member]:
     end of the archive, so the rest of the stream is read too: anything but zero padding after the
     end means the archive was cut short by damage, not finished.
     """
+    budget = _Budget(limits, str(path))
     try:
-        with Path(path).open("rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as gz:
-            with tarfile.open(fileobj=gz, mode="r|") as tar:
-                while (info := tar.next()) is not None:
-                    tar.members.clear()  # type: ignore[attr-defined]  # stream mode never looks back
-                    if info.isdir():
-                        continue
-                    if not info.isreg():
-                        yield Member(info.name, "other", 0)
-                        continue
-                    fh = tar.extractfile(info)
-                    yield Member(info.name, "file", info.size, lambda fh=fh: fh)
-            while chunk := gz.read(CHUNK):
-                if chunk.strip(b"\0"):
-                    raise BundleError(f"{path}: a tar header is damaged: the members end before the archive's data")
+        with Path(path).open("rb") as raw:
+            source = _CountingSource(raw)
+            with gzip.GzipFile(fileobj=source, mode="rb") as gz:  # type: ignore[call-overload]
+                inflated = _Inflated(gz, source, limits, str(path))
+                with tarfile.open(fileobj=inflated, mode="r|") as tar:  # type: ignore[call-overload]
+                    while (info := tar.next()) is not None:
+                        tar.members.clear()  # stream mode never looks back
+                        if info.isdir():
+                            continue
+                        if not info.isreg():
+                            yield Member(info.name, "other", 0)
+                            continue
+                        # The header's size is what tar will read as this member's data: judged
+                        # here, before a byte of it is inflated.
+                        budget.claim(info.name, info.size)
+                        fh = tar.extractfile(info)
+                        yield Member(info.name, "file", info.size, lambda fh=fh: fh)
+                # Past the end of the archive only zero padding may follow (read under the ratio too).
+                while chunk := inflated.read(CHUNK):
+                    if chunk.strip(b"\0"):
+                        raise BundleError(f"{path}: a tar header is damaged: the members end before the archive's data")
     except BundleError:
         raise
     except FileNotFoundError:
@@ -412,32 +519,62 @@ def iter_archive(path: Path) -> Iterator[Member]:
         raise BundleError(f"{path}: the archive is corrupt or truncated ({type(exc).__name__}: {exc})") from None
 
 
-def iter_members(path: Path) -> Iterator[Member]:
+def iter_members(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Member]:
     path = Path(path)
     if path.is_dir():
-        return iter_directory(path)
+        return iter_directory(path, limits)
     if not path.exists():
         raise BundleError(f"{path}: no such bundle (a directory or a .tar.gz)")
-    return iter_archive(path)
+    return iter_archive(path, limits)
 
 
-def extract(archive: Path, target: Path) -> None:
-    """Unpack a bundle archive into the empty directory ``target`` (regular files only)."""
+def extract(
+    archive: Path, target: Path, *, expected: Mapping[str, tuple[int, str]], limits: Limits = DEFAULT_LIMITS
+) -> None:
+    """Unpack the verified members of a bundle archive into the empty directory ``target``.
+
+    ``expected`` maps each member's path to the (size, SHA-256 hex) a verification pass found
+    for it (``VerifyReport.members``).  A member it does not list, or with another size, is
+    refused before its first byte is written; one whose bytes hash otherwise is refused when
+    read (and removed), as is a listed member the archive no longer holds.  So at most the
+    verified total is ever written, even if the archive was replaced since it was verified.
+    """
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
     made = {target}
-    for member in iter_archive(archive):
+    written: set[str] = set()
+    changed = "the archive changed since it was verified; refusing to extract"
+    for member in iter_archive(archive, limits):
         problem = path_problem(member.path)
         if problem:
             raise BundleError(f"archive member {member.path!r}: {problem}; refusing to extract")
         if member.kind != "file":
             raise BundleError(f"archive member {member.path!r} is a link or a device; bundles hold regular files only")
+        if member.path in written:
+            raise BundleError(f"archive member {member.path!r} appears twice; refusing to extract")
+        if member.path not in expected:
+            raise BundleError(f"archive member {member.path!r} was not verified: {changed}")
+        size, sha256 = expected[member.path]
+        if member.size != size:
+            raise BundleError(
+                f"archive member {member.path!r} is {member.size} bytes, not the verified {size}: {changed}"
+            )
         dest = target / member.path
         if dest.parent not in made:
             dest.parent.mkdir(parents=True, exist_ok=True)
             made.add(dest.parent)
+        sha = hashlib.sha256()
         try:
             with member.open() as src, dest.open("xb") as dst:
-                shutil.copyfileobj(src, dst, CHUNK)
+                while chunk := src.read(CHUNK):
+                    sha.update(chunk)
+                    dst.write(chunk)
         except FileExistsError:
             raise BundleError(f"archive member {member.path!r} appears twice; refusing to extract") from None
+        if sha.hexdigest() != sha256:
+            dest.unlink()
+            raise BundleError(f"archive member {member.path!r} does not hash as verified: {changed}")
+        written.add(member.path)
+    missing = sorted(set(expected) - written)
+    if missing:
+        raise BundleError(f"archive member {missing[0]!r} is gone ({len(missing)} in all): {changed}")

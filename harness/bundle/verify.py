@@ -13,7 +13,9 @@ Problems, each naming what to look at (docs/bundles.md lists them all):
   SHA-256, or present but not listed;
 * ``unsafe``  — a link, a device, or a path that is absolute or climbs out of the bundle;
 * ``unreadable`` — a file that is not the JSON it must be, or an archive that cannot be read;
-* ``chain``   — a run whose trace steps do not hash to the chain recorded for it.
+* ``chain``   — a run whose trace steps do not hash to the chain recorded for it;
+* ``limit``   — a member, the members together, or the archive's inflation ratio beyond the
+  reader's ``Limits``: reading stopped there (nothing is ever written while verifying).
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from __future__ import annotations
 import hashlib
 import json
 import tarfile
+import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from harness.bundle.archive import CHUNK, iter_members
+from harness.bundle.archive import CHUNK, DEFAULT_LIMITS, BundleLimitError, Limits, iter_members
 from harness.bundle.format import (
     FORMAT_NAME,
     HEADER,
@@ -46,7 +49,17 @@ from harness.bundle.format import (
 )
 
 SMALL_FILE_LIMIT = 256 << 20  # header, manifest and ROOT are read whole; refuse absurd ones
-_ORDER = {"format": 0, "root": 1, "unreadable": 2, "unsafe": 3, "missing": 4, "altered": 5, "extra": 6, "chain": 7}
+_ORDER = {
+    "format": 0,
+    "limit": 1,
+    "root": 2,
+    "unreadable": 3,
+    "unsafe": 4,
+    "missing": 5,
+    "altered": 6,
+    "extra": 7,
+    "chain": 8,
+}
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,23 @@ class Problem:
         return f"{self.kind}: {self.message}"
 
 
+class Digests(Mapping[str, tuple[int, str]]):
+    """path → (size, SHA-256 hex) of every member read, over the packed form the verifier keeps."""
+
+    def __init__(self, packed: dict[str, bytes]) -> None:
+        self._packed = packed
+
+    def __getitem__(self, path: str) -> tuple[int, str]:
+        packed = self._packed[path]
+        return int.from_bytes(packed[32:], "big"), packed[:32].hex()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+
 @dataclass
 class VerifyReport:
     problems: list[Problem] = field(default_factory=list)
@@ -70,6 +100,9 @@ class VerifyReport:
     steps: int = 0
     root: str = ""
     header: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    # Every member as read (the listed files, manifest.json and ROOT): what an import may extract.
+    members: Digests = field(default_factory=lambda: Digests({}))
 
     @property
     def ok(self) -> bool:
@@ -171,6 +204,8 @@ class _Collector:
                     )
                 else:
                     _drain(counting, sha)
+            except BundleLimitError:
+                raise  # reading stops: the rest of the archive is not inflated
             except BundleError as exc:
                 self.problem("unreadable", path, f"{path}: {exc}")
                 return
@@ -217,12 +252,18 @@ def _drain(fh: _Counting, sha: Any) -> None:
         sha.update(chunk)
 
 
-def verify(path: Path, expected_root: str = "") -> VerifyReport:
-    """Check the bundle at ``path`` (a directory or a .tar.gz); every problem is in the report."""
+def verify(path: Path, expected_root: str = "", limits: Limits = DEFAULT_LIMITS) -> VerifyReport:
+    """Check the bundle at ``path`` (a directory or a .tar.gz); every problem is in the report.
+
+    Nothing is written: an archive is streamed once, under ``limits``.
+    """
+    started = time.perf_counter()
     c = _Collector()
     try:
-        for member in iter_members(Path(path)):
+        for member in iter_members(Path(path), limits):
             c.member(member.path, member.kind, member.open)
+    except BundleLimitError as exc:
+        c.problem("limit", str(path), str(exc))
     except BundleError as exc:
         c.problem("unreadable", str(path), str(exc))
     except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
@@ -237,6 +278,8 @@ def verify(path: Path, expected_root: str = "") -> VerifyReport:
     if manifest is not None:
         _check_files(c, manifest)
     _check_chains(c)
+    c.report.members = Digests(c.found)
+    c.report.seconds = time.perf_counter() - started
     c.report.problems.sort(key=lambda p: (_ORDER.get(p.kind, 9), p.path, p.step or 0))
     return c.report
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
@@ -69,8 +70,37 @@ def is_openai(api: ApiKind) -> bool:
     return api in (ApiKind.OPENAI_CHAT, ApiKind.OPENAI_RESPONSES)
 
 
+# A Gemini model id as it may appear in an upstream path: one path segment of letters, digits,
+# ``.``, ``_`` and ``-``, starting with a letter or digit (so never ``.`` or ``..``), with no
+# ``/ ? # %`` or anything else a URL gives a meaning to.  Google's ids (``gemini-2.5-pro``,
+# ``gemini-2.0-flash-001``) all fit; a name from an agent's URL that does not is refused, never
+# escaped: issue 17 found ``..%2F..%2Fv1%2Ffiles%3Fupload=1%23`` reaching the provider as
+# ``POST /v1/files?upload=1`` with the operator's key.
+_GEMINI_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def gemini_model_problem(model: str) -> str:
+    """Empty when ``model`` (``models/`` prefix allowed) may name a Gemini model in a path; else why not."""
+    bare = model.removeprefix("models/")
+    if _GEMINI_MODEL.fullmatch(bare):
+        return ""
+    return (
+        f"model name {model[:80]!r} is not a Gemini model id: letters, digits, '.', '_' and '-' only, "
+        "starting with a letter or digit"
+    )
+
+
 def gemini_suffix(model: str, method: str) -> str:
-    """``/models/{model}:{method}``: the path after the version prefix (``models/`` not doubled)."""
+    """``/models/{model}:{method}``: the path after the version prefix (``models/`` not doubled).
+
+    Raises ``ValueError`` for a model or method that is not a plain id: this string is appended
+    to the provider's URL, so nothing in it may be read as a separator, escape or dot segment.
+    """
+    problem = gemini_model_problem(model)
+    if problem:
+        raise ValueError(problem)
+    if method not in (*GEMINI_MODEL_CALLS, GEMINI_COUNT_TOKENS):
+        raise ValueError(f"unknown Gemini method {method[:40]!r}")
     return f"/models/{model.removeprefix('models/')}:{method}"
 
 
@@ -94,12 +124,27 @@ def gemini_sse(query_string: str) -> bool:
     return ("alt", "sse") in urllib.parse.parse_qsl(query_string, keep_blank_values=True)
 
 
-def forwarded_query(query_string: str) -> str:
-    """The query string an upstream may see: Gemini's ``key`` parameter (the run token) removed."""
-    pairs = urllib.parse.parse_qsl(query_string, keep_blank_values=True)
-    kept = [(k, v) for k, v in pairs if k != "key"]
-    if len(kept) == len(pairs):
-        return query_string  # untouched, byte for byte (``beta=true``)
+# The query parameters an upstream may see, per API, with the values each may take.  Everything
+# else an agent puts in its URL stays out of the provider's URL (it is still in the evidence
+# record's path): Google APIs read ``key``, ``access_token``, ``$fields``, ``upload_protocol`` …
+# from the query, and a raw query string may carry a decoded ``#`` that cuts the URL short.
+FORWARDED_QUERY: dict[ApiKind, dict[str, tuple[str, ...]]] = {
+    ApiKind.ANTHROPIC_MESSAGES: {"beta": ("true",)},  # Claude Code calls /v1/messages?beta=true
+    ApiKind.GEMINI: {"alt": ("sse", "json")},
+}
+
+
+def forwarded_query(api: ApiKind, query_string: str) -> str:
+    """The query string an upstream may see, rebuilt from the allow-list (FORWARDED_QUERY).
+
+    The run token (Gemini's ``key``) and any other parameter are dropped; an allowed parameter
+    is forwarded once, with its first allowed value.
+    """
+    allowed = FORWARDED_QUERY.get(api, {})
+    kept: dict[str, str] = {}
+    for name, value in urllib.parse.parse_qsl(query_string, keep_blank_values=True):
+        if name in allowed and value in allowed[name] and name not in kept:
+            kept[name] = value
     return urllib.parse.urlencode(kept)
 
 

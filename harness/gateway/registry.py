@@ -23,7 +23,7 @@ from typing import Any, Literal
 import redis
 import redis.asyncio as aioredis
 
-from harness.gateway.protocols import ApiKind
+from harness.gateway.protocols import ApiKind, gemini_model_problem
 
 DEFAULT_PREFIX = "overeager:gateway:"
 TOKEN_PREFIX = "oe-run-"  # noqa: S105 - a label, not a secret
@@ -31,12 +31,22 @@ TOKEN_PREFIX = "oe-run-"  # noqa: S105 - a label, not a secret
 STATE_GRACE_S = 3600
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A model id sent in a request body: printable, no whitespace (``ft:gpt-4o:org::id``,
+# ``Qwen/Qwen2.5-Coder``).  Gemini puts it in the URL path and is stricter (gemini_model_problem).
+_MODEL_ID = re.compile(r"[\x21-\x7e]{1,200}")
 
 UpstreamKind = Literal["http", "scripted"]
 
 
 class GrantError(ValueError):
-    """A grant that cannot be registered (bad upstream config, expiry in the past, …)."""
+    """A grant that cannot be registered (bad upstream config, expiry in the past, …).
+
+    ``field`` names the ``UpstreamConfig`` field at fault, when there is one (for forms).
+    """
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -47,12 +57,27 @@ class UpstreamConfig:
     key_env: str = ""  # http: NAME of the environment variable holding the real key (never the key)
     script: list[dict[str, Any]] | None = None  # scripted: the turns
 
-    def validate(self) -> None:
+    def validate(self, api: ApiKind | None = None) -> None:
+        """Raise ``GrantError`` naming what is wrong; ``api``, when known, adds its own rules."""
         if self.kind == "http":
             if not self.base_url.startswith(("http://", "https://")):
-                raise GrantError(f"http upstream needs an http(s) base_url, got {self.base_url!r}")
+                raise GrantError(f"http upstream needs an http(s) base_url, got {self.base_url!r}", "base_url")
             if self.key_env and not _ENV_NAME.match(self.key_env):
-                raise GrantError(f"key_env must be an environment variable name, got {self.key_env!r}")
+                raise GrantError(f"key_env must be an environment variable name, got {self.key_env!r}", "key_env")
+            # The model is pinned: with none configured the agent's choice would go upstream, in
+            # the body (any model the operator's key can call) or, for Gemini, in the URL's path.
+            if not self.model:
+                raise GrantError(
+                    "http upstream needs a model: the model id the gateway sends to the provider "
+                    "(an agent's own choice is never forwarded)",
+                    "model",
+                )
+            if not _MODEL_ID.fullmatch(self.model):
+                raise GrantError(
+                    f"model {self.model[:80]!r} has whitespace or control characters, or is too long", "model"
+                )
+            if api is ApiKind.GEMINI and gemini_model_problem(self.model):
+                raise GrantError(gemini_model_problem(self.model), "model")
         elif self.kind == "scripted":
             # Imported here so that registering a run does not import aiohttp.
             from harness.gateway.scripted import ScriptError, parse_script
@@ -155,7 +180,7 @@ def canary_key(token: str, prefix: str = DEFAULT_PREFIX) -> str:
 
 
 def register_run(r: redis.Redis, token: str, grant: RunGrant, prefix: str = DEFAULT_PREFIX) -> None:
-    grant.upstream.validate()
+    grant.upstream.validate(grant.api_kind)
     ttl = int(grant.expires_at - time.time())
     if ttl <= 0:
         raise GrantError("expires_at is in the past")

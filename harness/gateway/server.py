@@ -37,7 +37,7 @@ from aiohttp import web
 from harness.gateway import protocols as p
 from harness.gateway.protocols import ApiError, ApiKind, Usage
 from harness.gateway.registry import DEFAULT_PREFIX, RunCounters, RunGrant, alookup
-from harness.gateway.upstreams import UpstreamRequest, UpstreamResponse, upstream_for
+from harness.gateway.upstreams import FORWARDED_RESPONSE_HEADERS, UpstreamRequest, UpstreamResponse, upstream_for
 
 log = logging.getLogger("overeager.gateway")
 
@@ -337,6 +337,10 @@ class Gateway:
                     raise ApiError("invalid_request", "request body is not valid JSON", reason="bad_json") from None
                 if not isinstance(body, dict):
                     raise ApiError("invalid_request", "request body must be a JSON object", reason="bad_json")
+                if gemini_target is not None and p.gemini_model_problem(gemini_target[0]):
+                    # Refused even when the run's model replaces it (and before it costs budget):
+                    # no real client sends such a name, and the record keeps the attempt.
+                    raise ApiError("invalid_request", p.gemini_model_problem(gemini_target[0]), reason="bad_model_name")
                 index, timeout = await self._claim_budget(exchange, counters)
                 model = ""
                 if gemini_target is not None:
@@ -350,7 +354,7 @@ class Gateway:
                 forwarded = UpstreamRequest(
                     api=api,
                     body=body,
-                    query=p.forwarded_query(request.query_string),
+                    query=p.forwarded_query(api, request.rel_url.raw_query_string),
                     headers=dict(request.headers),
                     index=index,
                     timeout_s=timeout,
@@ -430,7 +434,7 @@ class Gateway:
             await counters.add_usage(exchange.usage.input_tokens, exchange.usage.output_tokens)
         else:
             exchange.error = {"kind": "upstream_status", "reason": str(reply.status), "message": ""}
-        headers = dict(reply.headers)
+        headers = relayed_headers(reply.headers, exchange.secrets)
         headers.setdefault("content-type", "application/json")
         return web.Response(status=reply.status, body=clean.encode(), headers=headers)
 
@@ -446,7 +450,11 @@ class Gateway:
         api = exchange.api
         response = web.StreamResponse(
             status=reply.status,
-            headers={**reply.headers, "content-type": "text/event-stream", "cache-control": "no-cache"},
+            headers={
+                **relayed_headers(reply.headers, exchange.secrets),
+                "content-type": "text/event-stream",
+                "cache-control": "no-cache",
+            },
         )
         await response.prepare(request)
         parser = p.SSEParser()
@@ -496,6 +504,19 @@ class Gateway:
             held.append(clean)
         else:
             await response.write(p.encode_sse(clean.data, clean.event))
+
+
+def relayed_headers(headers: dict[str, str], secrets: list[str]) -> dict[str, str]:
+    """The upstream's response headers an agent may see: allow-listed names, secrets redacted.
+
+    Checked here, at the boundary, whatever the upstream kind filtered: a provider's request id
+    may echo what it was sent (issue 17: an ``x-request-id`` carrying the key reached the agent).
+    """
+    return {
+        name.lower(): redact(value, secrets)
+        for name, value in headers.items()
+        if name.lower() in FORWARDED_RESPONSE_HEADERS
+    }
 
 
 def _event_record(event: p.SSEEvent) -> Any:

@@ -27,9 +27,10 @@ from harness.gateway import scripted
 from harness.gateway.protocols import ApiError, ApiKind
 from harness.gateway.registry import UpstreamConfig
 
-# Request headers passed to an http upstream as they came (the rest, auth first, are dropped).
+# Request headers passed to an http upstream as they came (the rest, auth first, are dropped:
+# ``openai-organization``, ``x-goog-user-project`` and the like would bill or act elsewhere).
 FORWARDED_REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta", "accept", "user-agent")
-# Response headers passed back to the agent.
+# Response headers passed back to the agent (server.relayed_headers also redacts their values).
 FORWARDED_RESPONSE_HEADERS = ("content-type", "request-id", "x-request-id", "openai-processing-ms", "retry-after")
 
 
@@ -37,12 +38,12 @@ FORWARDED_RESPONSE_HEADERS = ("content-type", "request-id", "x-request-id", "ope
 class UpstreamRequest:
     api: ApiKind
     body: dict[str, Any]
-    query: str = ""  # the raw query string (``beta=true``, ``alt=sse``), forwarded as is
+    query: str = ""  # rebuilt from the allow-list (``beta=true``, ``alt=sse``): protocols.forwarded_query
     headers: Mapping[str, str] = field(default_factory=dict)
     index: int = 0  # 0-based number of this model request within the run
     timeout_s: float = 600.0
     stream: bool = False  # the agent asked for a stream (body ``stream: true``; Gemini's method)
-    model: str = ""  # Gemini: the model the path names (after the run's override)
+    model: str = ""  # Gemini: the model the path names (after the run's override); scripted replies only
 
 
 @dataclass
@@ -113,9 +114,20 @@ class HttpUpstream(Upstream):
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
         if self.session is None:
             raise RuntimeError("HttpUpstream needs a client session")
+        if not self.config.model:
+            # A grant registered without validation (UpstreamConfig.validate requires a model):
+            # the agent's choice of model would go to the provider on the operator's key.
+            raise ApiError("upstream", "the run's endpoint has no model configured", reason="bad_model")
+        # The URL comes from the run's configuration alone: the base URL, a constant suffix, the
+        # configured model (never the one an agent named in its path) and a query rebuilt from
+        # an allow-list (protocols.forwarded_query).
         if request.api is ApiKind.GEMINI:
             method = p.GEMINI_STREAM if request.stream else p.GEMINI_GENERATE
-            suffix = p.gemini_suffix(request.model, method)
+            try:
+                suffix = p.gemini_suffix(self.config.model, method)
+            except ValueError as exc:
+                message = f"the run's endpoint has no usable model: {exc}"
+                raise ApiError("upstream", message, reason="bad_model") from None
         else:
             suffix = p.API_SUFFIX[request.api]
         url = self.config.base_url.rstrip("/") + suffix
@@ -135,11 +147,22 @@ class HttpUpstream(Upstream):
             headers.setdefault("anthropic-version", p.ANTHROPIC_VERSION)
         timeout = aiohttp.ClientTimeout(total=request.timeout_s, sock_connect=min(30.0, request.timeout_s))
         try:
-            response = await self.session.post(url, json=request.body, headers=headers, timeout=timeout)
+            # No redirects: aiohttp would resend the body and the provider-key header (it strips
+            # only Authorization across hosts) to wherever a Location points.
+            response = await self.session.post(
+                url, json=request.body, headers=headers, timeout=timeout, allow_redirects=False
+            )
         except TimeoutError:
             raise ApiError("timeout", "upstream did not answer in time", reason="upstream_timeout") from None
         except aiohttp.ClientError as exc:
             raise ApiError("upstream", f"upstream unreachable: {type(exc).__name__}", reason="upstream_error") from None
+        if 300 <= response.status < 400:
+            response.release()
+            raise ApiError(
+                "upstream",
+                f"upstream answered {response.status} (a redirect); the gateway follows none",
+                reason="upstream_redirect",
+            )
         kept = {k.lower(): v for k, v in response.headers.items() if k.lower() in FORWARDED_RESPONSE_HEADERS}
         if response.status == 200 and response.content_type == "text/event-stream":
             return UpstreamResponse(response.status, kept, stream=_relay(response))

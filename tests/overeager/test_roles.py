@@ -7,9 +7,11 @@ not covered here fails the completeness test below instead of slipping through u
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.contrib import admin
+from django.db.models import Model
 from django.test import Client
 from django.urls import reverse
 
@@ -254,6 +256,103 @@ def test_role_url_matrix(loaded, dashboard, labels_world, results_world):
             want = expected(role, kind, model)
             if code != want:
                 failures.append(f"{role:<9} {url:<60} got {code}, expected {want}")
+    assert not failures, "\n" + "\n".join(failures)
+
+
+def _blind_lookups(model: type[Model], depth: int = 2) -> list[str]:
+    """Every ORM path from ``model`` to a blind field or into a blind model, through at most
+    ``depth`` relations (forward and reverse), never back through a model already on the path."""
+    from overeager.blind import BLIND_FIELDS, BLIND_MODELS
+
+    found: list[str] = []
+
+    def label(m: type[Model]) -> str:
+        return str(m._meta.concrete_model._meta.label_lower)
+
+    def walk(m: type[Model], prefix: str, left: int, seen: frozenset[str]) -> None:
+        if label(m) in BLIND_MODELS:
+            found.append(prefix + "pk")
+            return
+        found.extend(prefix + name for name in sorted(BLIND_FIELDS.get(label(m), ())))
+        if left == 0:
+            return
+        for f in m._meta.get_fields():
+            related = f.related_model if f.is_relation else None
+            if related is None or isinstance(related, str) or label(related) in seen:
+                continue
+            walk(related, f"{prefix}{f.name}__", left - 1, seen | {label(related)})
+
+    walk(model, "", depth, frozenset({label(model)}))
+    return found
+
+
+def test_every_admin_is_blind_aware():
+    """A new admin that forgets BlindAdmin would let a validator filter by any local label field."""
+    from overeager.blind import BLIND_FIELDS, BLIND_MODELS, BlindAdmin, BlindFieldsMixin
+
+    missing = []
+    for model, model_admin in admin.site._registry.items():
+        if model._meta.model_name in ADMIN_ONLY_MODELS:
+            continue  # superusers only: a validator never reaches them
+        if not isinstance(model_admin, BlindAdmin):
+            missing.append(type(model_admin).__qualname__)
+        for inline in model_admin.inlines:
+            label = inline.model._meta.label_lower
+            if (label in BLIND_FIELDS or label in BLIND_MODELS) and not issubclass(inline, BlindFieldsMixin):
+                missing.append(inline.__qualname__)
+    assert not missing, f"derive these from overeager.blind.BlindAdmin / BlindFieldsMixin: {missing}"
+
+
+def test_no_admin_shows_sorts_searches_or_filters_a_blind_field_to_a_validator(loaded, dashboard, labels_world):
+    """Each admin's options as a validator's request sees them: no entry reads a blind path."""
+    from django.test import RequestFactory
+
+    from overeager.blind import _paths, touches_blind
+
+    request = RequestFactory().get("/admin/")
+    request.user = loaded["validator"]
+    leaks = []
+    for model, ma in admin.site._registry.items():
+        obj = model._default_manager.order_by("pk").first()
+        options: dict[str, Any] = {
+            "list_display": ma.get_list_display(request),
+            "list_filter": ma.get_list_filter(request),
+            "search_fields": ma.get_search_fields(request),
+            "sortable_by": ma.get_sortable_by(request),
+            "ordering": ma.get_ordering(request) or (),
+            "fields": [f for _, opts in ma.get_fieldsets(request, obj) for f in opts["fields"]],
+            "readonly_fields": ma.get_readonly_fields(request, obj),
+        }
+        for inline in ma.get_inline_instances(request, obj):
+            options[f"inline {type(inline).__name__}"] = inline.get_fields(request, obj)
+        for option, items in options.items():
+            for item in items:
+                if any(touches_blind(model, path) for path in _paths(item)):
+                    leaks.append(f"{model._meta.label_lower}.{option}: {item}")
+    assert not leaks, "\n" + "\n".join(leaks)
+
+
+def test_no_admin_lets_a_validator_look_up_a_blind_field(loaded, dashboard, labels_world):
+    """``?<path>=…`` for every blind path of every admin: refused (400), or the admin is closed (403)."""
+    validator = _client("validator", loaded)
+    curator = _client("curator", loaded)
+    failures = []
+    checked = 0
+    for model in admin.site._registry:
+        name = str(model._meta.model_name)
+        url = reverse(f"admin:{model._meta.app_label}_{name}_changelist")
+        closed = name in LABEL_RECORD_MODELS | LABEL_CURATED_MODELS | ADMIN_ONLY_MODELS
+        for path in _blind_lookups(model):
+            for lookup in (path, f"{path}__isnull", f"{path}__in"):
+                query = f"{url}?{lookup}={'False' if lookup.endswith('isnull') else '1'}"
+                code = validator.get(query).status_code
+                checked += 1
+                if code != (403 if closed else 400):
+                    failures.append(f"validator {query}: {code}")
+        # The same lookup stays a curator's tool where Django allows it (a local field).
+        if name == "run":
+            assert curator.get(f"{url}?disposition=refusal").status_code == 200
+    assert checked > 200
     assert not failures, "\n" + "\n".join(failures)
 
 

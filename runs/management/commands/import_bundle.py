@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from harness.bundle.format import BundleError
 from runs.bundle.importer import import_bundle
+from runs.management.commands.verify_bundle import add_limit_arguments, limits_from
 
 
 class Command(BaseCommand):
@@ -23,10 +24,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path)
+        add_limit_arguments(parser)
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
-            report = import_bundle(opts["path"])
+            report = import_bundle(opts["path"], limits=limits_from(opts))
         except BundleError as exc:
             raise CommandError(str(exc)) from None
         for warning in report.warnings:

@@ -13,7 +13,29 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from harness.bundle.archive import DEFAULT_LIMITS, MB, Limits
 from harness.bundle.verify import verify
+
+
+def add_limit_arguments(parser: CommandParser) -> None:
+    """What reading the bundle may cost before it is refused (harness.bundle.archive.Limits)."""
+    d = DEFAULT_LIMITS
+    parser.add_argument("--max-file-mb", type=int, default=d.max_file_bytes // MB, help="largest file accepted (MB)")
+    parser.add_argument("--max-total-mb", type=int, default=d.max_total_bytes // MB, help="all files together (MB)")
+    parser.add_argument(
+        "--max-ratio", type=int, default=d.max_ratio, help="inflated : compressed bytes an archive may reach"
+    )
+
+
+def limits_from(opts: dict[str, Any]) -> Limits:
+    for name in ("max_file_mb", "max_total_mb", "max_ratio"):
+        if opts[name] < 1:
+            raise CommandError(f"--{name.replace('_', '-')} must be a positive number, got {opts[name]}")
+    return Limits(
+        max_file_bytes=opts["max_file_mb"] * MB,
+        max_total_bytes=opts["max_total_mb"] * MB,
+        max_ratio=opts["max_ratio"],
+    )
 
 
 class Command(BaseCommand):
@@ -22,9 +44,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path)
         parser.add_argument("--root", default="", help="The published root hash the bundle must have.")
+        add_limit_arguments(parser)
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        report = verify(opts["path"], expected_root=opts["root"].strip())
+        report = verify(opts["path"], expected_root=opts["root"].strip(), limits=limits_from(opts))
         for problem in report.problems:
             self.stdout.write(str(problem))
         if report.problems:

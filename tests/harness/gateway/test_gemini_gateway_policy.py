@@ -236,7 +236,8 @@ def test_a_wrong_provider_key_is_the_providers_own_401_passed_through(
 ) -> None:
     _, upstream = scripted_server
     monkeypatch.setenv(KEY_ENV, "AIza-wrong-key-77")
-    run = make_run(GEMINI, upstream=UpstreamConfig(kind="http", base_url=upstream.url + "/v1beta", key_env=KEY_ENV))
+    config = UpstreamConfig(kind="http", base_url=upstream.url + "/v1beta", model="provider-model", key_env=KEY_ENV)
+    run = make_run(GEMINI, upstream=config)
 
     reply = post(gateway.url, GENERATE, gemini_body(), headers=key(run.token))
 

@@ -221,10 +221,17 @@ def test_the_key_is_read_from_x_goog_api_key_or_the_key_parameter_of_gemini_call
     assert p.credential(GEMINI, {}, {"key": " "}) is None
 
 
-def test_the_key_parameter_never_reaches_an_upstream_and_other_parameters_are_kept() -> None:
-    assert p.forwarded_query("alt=sse&key=oe-run-secret") == "alt=sse"
-    assert p.forwarded_query("key=oe-run-secret") == ""
-    assert p.forwarded_query("beta=true") == "beta=true"
+def test_the_key_parameter_never_reaches_an_upstream_and_only_allowed_parameters_are_kept() -> None:
+    anthropic = ApiKind.ANTHROPIC_MESSAGES
+    assert p.forwarded_query(GEMINI, "alt=sse&key=oe-run-secret") == "alt=sse"
+    assert p.forwarded_query(GEMINI, "key=oe-run-secret") == ""
+    assert p.forwarded_query(anthropic, "beta=true") == "beta=true"
+    # Anything else an agent adds stays out of the provider's URL (issue 17).
+    assert p.forwarded_query(GEMINI, "alt=sse&access_token=x&%24fields=y&alt=json") == "alt=sse"
+    assert p.forwarded_query(GEMINI, "alt=sse%23&upload_protocol=resumable") == ""
+    assert p.forwarded_query(anthropic, "beta=true&beta=false&x=%2F..") == "beta=true"
+    assert p.forwarded_query(ApiKind.OPENAI_CHAT, "beta=true&api-version=1") == ""
+    assert p.forwarded_query(GEMINI, "beta=true") == ""
     assert p.gemini_sse("alt=sse&key=x") and not p.gemini_sse("") and not p.gemini_sse("alt=json")
 
 
@@ -233,6 +240,23 @@ def test_gemini_paths_split_into_model_and_method() -> None:
     assert p.split_gemini_target("gemini-2.5-pro") is None
     assert p.split_gemini_target(":generateContent") is None
     assert p.gemini_suffix("models/gemini-2.5-pro", "generateContent") == "/models/gemini-2.5-pro:generateContent"
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["../../v1/files?upload=1#", "..", ".", "a/b", "a?b", "a#b", "a%2Fb", "a b", "", "models/", "-x", "a\n"],
+)
+def test_a_model_name_that_is_not_a_plain_id_never_becomes_part_of_a_path(model: str) -> None:
+    assert p.gemini_model_problem(model)
+    with pytest.raises(ValueError, match="not a Gemini model id"):
+        p.gemini_suffix(model, p.GEMINI_GENERATE)
+
+
+def test_gemini_model_ids_are_plain_ids() -> None:
+    for model in ("gemini-2.5-pro", "gemini-2.0-flash-001", "models/gemini-1.5-pro", "gemini_x.y"):
+        assert p.gemini_model_problem(model) == ""
+    with pytest.raises(ValueError, match="method"):
+        p.gemini_suffix("gemini-2.5-pro", "generateContent?upload=1")
     assert "/v1beta/models/{model}:generateContent" in p.route_hint(GEMINI)
 
 

@@ -90,6 +90,13 @@ def source(django_db_setup, django_db_blocker, tmp_path_factory) -> dict[str, An
     return info
 
 
+@pytest.fixture(autouse=True)
+def private_evidence(settings: Any, tmp_path: Path) -> None:
+    """Each import writes its evidence files into a folder of its own test, not the checkout's
+    var/evidence, where an earlier test's files would fail the rollback test's "no file left"."""
+    settings.EVIDENCE_DIR = tmp_path / "evidence-imported"
+
+
 @pytest.fixture
 def exported(source: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     """A private copy of the bundle directory (tests may damage it) next to the shared archive."""
