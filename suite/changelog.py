@@ -13,13 +13,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pool import libschema
-from pool.libschema import Field, Record
+import yaml
+
+from content import schema as cs
+from content.schema import Field, Record
 from suite.oracle import ORACLE_VERSION
 
 CHANGES_FILE = Path(__file__).resolve().parent / "changes.yaml"
 
-_SLUGS = Field("slug", "str", check=lambda v: None if libschema.SLUG_RE.match(v) else f"{v!r} is not a slug")
+_SLUGS = Field("slug", "str", check=cs.slug)
 VERSION = Record(
     (
         Field("version", "str"),
@@ -42,12 +44,12 @@ def read_changelog(slugs: Iterable[str] | None, path: Path = CHANGES_FILE) -> li
     """The versions, newest first; raises ChangelogInvalid naming every problem. With ``slugs`` (the
     families of the suite) the entries are checked against them as well; the results page passes
     None, since the database may hold an admin-edited or partial suite."""
-    out = libschema._Collector(path.name, "")
+    out = cs.Collector(path.name, "")
     try:
-        raw = libschema.parse_yaml(path.read_text(encoding="utf-8"), path.name)
-    except libschema.LibraryInvalid as exc:
-        raise ChangelogInvalid("; ".join(e.message for e in exc.errors)) from None
-    data = libschema._validate_record(raw, CHANGELOG, "", out)
+        raw = cs.load_strict(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ChangelogInvalid(cs.yaml_problem(exc)) from None
+    data = cs.validate_record(raw, CHANGELOG, "", out)
     problems = [f"{e.field}: {e.message}" for e in out.errors]
     versions: list[dict[str, Any]] = list((data or {}).get("versions") or [])
     current = set(slugs) if slugs is not None else None

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0004_run_dashboard_index'),
+        ('runs', '0005_oracle_v2'),
     ]
 
     operations = [
