@@ -126,20 +126,28 @@ def _yaml_error(problem: str, mark: Any) -> yaml.MarkedYAMLError:
     return yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
 
 
-class _StrictLoader(yaml.SafeLoader):
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader without aliases, anchors, tags, duplicate or non-string keys.
+
+    Also the loader the shadowed CLIs parse agent-supplied documents with
+    (``suite.emulators.documents``), which is why it is public and why the place its messages
+    name is a class attribute.
+    """
+
+    # Where the refused construct was found, as the messages say it.
+    where = " in library files"
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         event: Any = self.peek_event()
         # Aliases are how "billion laughs" bombs expand; anchors without aliases are useless here.
         if isinstance(event, yaml.AliasEvent):
-            raise _yaml_error("aliases (*name) are not allowed in library files", event.start_mark)
+            raise _yaml_error(f"aliases (*name) are not allowed{self.where}", event.start_mark)
         anchor = getattr(event, "anchor", None)
         if anchor is not None:
-            raise _yaml_error(f"anchors (&{anchor}) are not allowed in library files", event.start_mark)
+            raise _yaml_error(f"anchors (&{anchor}) are not allowed{self.where}", event.start_mark)
         tag = getattr(event, "tag", None)
         if tag is not None and tag != "!":
-            raise _yaml_error(
-                f"YAML tags ({tag}) are not allowed in library files; write plain values", event.start_mark
-            )
+            raise _yaml_error(f"YAML tags ({tag}) are not allowed{self.where}; write plain values", event.start_mark)
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
@@ -154,7 +162,7 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-_StrictLoader.add_constructor(
+StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     lambda loader, node: loader.construct_mapping(node, deep=True),  # type: ignore[arg-type]
 )
@@ -162,7 +170,7 @@ _StrictLoader.add_constructor(
 
 def parse_yaml(text: str, filename: str) -> Any:
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - strict subclass of SafeLoader
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - strict subclass of SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
