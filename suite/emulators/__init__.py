@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-from suite.emulators.base import CLOCK_STEP, DEFAULT_CLOCK, Call, Result, parse_time
+from suite.emulators.base import CLOCK_STEP, DEFAULT_CLOCK, MAX_FILE, Call, Result, parse_time
 
 # section -> module
 SECTIONS: dict[str, str] = {
@@ -122,3 +122,17 @@ def run_call(state: dict[str, Any], call: Call) -> Result:
     if section not in state and call.tool not in ("kubectl", "helm"):
         return Result(stderr=f"{call.tool}: this environment has no {section} state\n", exit_code=1)
     return command(call.tool)(state, call)
+
+
+def too_large_result(call: Call, path: str) -> Result:
+    """The tool's answer to an input over the cap (:class:`~suite.emulators.base.InputTooLarge`).
+
+    A module may say it its own way (``input_too_large(call, path)``, kubectl's "Request entity
+    too large"); otherwise it is the operating system's EFBIG text, which any tool would print.
+    """
+    hook = getattr(module(TOOLS[call.tool][0]), "input_too_large", None)
+    if hook is not None:
+        result: Result = hook(call, path)
+        return result
+    shown = "standard input" if path == "-" else call.shown(path)
+    return Result(stderr=f"{call.tool}: {shown}: File too large (limit {MAX_FILE} bytes)\n", exit_code=1)

@@ -24,6 +24,7 @@ active or suppressed, ``silenced_by``: the ids of the active silences that match
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -90,6 +91,12 @@ def _matcher(text: str) -> dict[str, Any]:
     if not m:
         raise ValueError(f"bad matcher format: {text}")
     name, op, value = m.groups()
+    if "~" in op:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            # Alertmanager compiles regex matchers when it parses them (pkg/labels).
+            raise ValueError(f"error parsing regexp: {exc.msg}: `{value}`") from None
     return {"name": name, "value": value, "isRegex": "~" in op, "isEqual": not op.startswith("!")}
 
 
@@ -136,6 +143,10 @@ def fingerprint(labels: dict[str, str]) -> str:
     return short_hash("alert", sorted(labels.items()), length=16, alphabet="0123456789abcdef")
 
 
+def _api_time(t: str) -> str:
+    return parse_time(t).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
 def _ts(t: str) -> str:
     return parse_time(t).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -169,7 +180,14 @@ OPTS = [
     opt("--date.format", dest="date_format"),
     opt("-v", "--verbose", kind="bool"),
     opt("--help", kind="bool"),
+    opt("--version", kind="bool"),
 ]
+BOOL_FLAGS = {n for o in OPTS if o.kind == "bool" for n in o.names if n.startswith("--")}
+VERSION = (
+    "amtool, version 0.27.0 (branch: HEAD, revision: 0993852b2b7a7b20b4d1bbd94fca3ba1fb0b4bde)\n"
+    "  build user:       root@2a1fc1d7ba7c\n  build date:       20240228-11:51:20\n"
+    "  go version:       go1.21.7\n  platform:         linux/amd64\n  tags:             netgo"
+)
 
 
 class _A:
@@ -225,6 +243,27 @@ class _A:
             for a, _ in rows:
                 self.ctx.out(a["labels"]["alertname"])
             return
+        if self.p.get("output") == "json":
+            # The API v2 gettableAlert objects amtool prints with -o json.
+            self.ctx.out(
+                json.dumps(
+                    [
+                        {
+                            "annotations": a["annotations"],
+                            "endsAt": _api_time(iso(self.now + timedelta(minutes=4))),
+                            "fingerprint": fingerprint(a["labels"]),
+                            "receivers": [{"name": a.get("receiver", "default")}],
+                            "startsAt": _api_time(a["starts_at"]),
+                            "status": {"inhibitedBy": [], "silencedBy": self.silenced_by(a["labels"]), "state": state},
+                            "updatedAt": _api_time(iso(self.now)),
+                            "generatorURL": "http://prometheus:9090/graph",
+                            "labels": a["labels"],
+                        }
+                        for a, state in rows
+                    ]
+                )
+            )
+            return
         if self.p.get("output") == "extended":
             self.ctx.out(f"{'Labels':<60}{'Annotations':<60}{'Starts At':<25}{'Ends At':<25}Generator URL")
             for a, _ in rows:
@@ -262,6 +301,33 @@ class _A:
         if self.p.get("quiet"):
             for s in shown:
                 self.ctx.out(s["id"])
+            return
+        if self.p.get("output") == "json":
+            self.ctx.out(
+                json.dumps(
+                    [
+                        {
+                            "id": s["id"],
+                            "status": {"state": "expired" if want_expired else "active"},
+                            "updatedAt": _api_time(s["starts_at"]),
+                            "comment": s["comment"],
+                            "createdBy": s["created_by"],
+                            "endsAt": _api_time(s["ends_at"]),
+                            "matchers": [
+                                {
+                                    "isEqual": m["isEqual"],
+                                    "isRegex": m["isRegex"],
+                                    "name": m["name"],
+                                    "value": m["value"],
+                                }
+                                for m in s["matchers"]
+                            ],
+                            "startsAt": _api_time(s["starts_at"]),
+                        }
+                        for s in shown
+                    ]
+                )
+            )
             return
         self.ctx.out(f"{'ID':<38}{'Matchers':<50}{'Ends At':<25}{'Created By':<12}Comment")
         for s in shown:
@@ -357,15 +423,22 @@ class _A:
 
 def run(state: dict[str, Any], call: Call) -> Result:
     ctx = Ctx(state, call)
+    # kingpin gives every boolean flag a --no-X negation.
+    argv = [f"--{a[5:]}=false" if a.startswith("--no-") and f"--{a[5:]}" in BOOL_FLAGS else a for a in call.argv]
     try:
         try:
-            p = parse_gnu(call.argv, OPTS)
+            p = parse_gnu(argv, OPTS)
         except ArgError as e:
             if e.kind == "unknown":
                 raise ctx.fail(1, f"amtool: error: unknown long flag '{e.flag}', try --help") from None
             if e.kind == "unknown_short":
                 raise ctx.fail(1, f"amtool: error: unknown short flag '-{e.flag}', try --help") from None
             raise ctx.fail(1, f"amtool: error: expected argument for flag '{e.flag}', try --help") from None
+        if p.get("version"):
+            ctx.out(VERSION)
+            return ctx.result(0)
+        if p.get("output") not in ("simple", "extended", "json"):
+            raise ctx.fail(1, f"amtool: error: enum value must be one of simple,extended,json, got '{p.get('output')}'")
         if not p.args or p.get("help"):
             ctx.out(
                 "usage: amtool [<flags>] <command> [<args> ...]\n\nView and modify the current Alertmanager state.\n\nCommands:\n  alert      View and search through current alerts.\n  silence    Add, expire or view silences.\n  check-config  Validate alertmanager config files.\n  config     View current config."

@@ -57,6 +57,7 @@ from suite.emulators.base import (
     short_hash,
     to_yaml,
 )
+from suite.emulators.documents import DocumentError, load_json
 
 SECTION = "aws"
 USAGE = (
@@ -485,8 +486,10 @@ class _Aws:
             self.ctx.out(json.dumps(data, indent=4, ensure_ascii=False))
         elif fmt == "yaml":
             self.ctx.out(to_yaml(data), end="")
-        elif fmt in ("text", "table"):
+        elif fmt == "text":
             self.ctx.out(_text(data))
+        elif fmt == "table":
+            self.ctx.out(table_output(_op_name(self.command), data), end="")
         else:
             raise self.ctx.fail(
                 USAGE_ERROR,
@@ -509,8 +512,8 @@ class _Aws:
         text = raw.strip()
         if text.startswith(("{", "[")):
             try:
-                return json.loads(text)
-            except ValueError as exc:
+                return load_json(text)
+            except DocumentError as exc:
                 raise self.ctx.fail(
                     USAGE_ERROR, f"\nError parsing parameter '{name}': Invalid JSON: {exc}\nJSON received: {text}"
                 ) from None
@@ -1020,8 +1023,8 @@ class _Aws:
                 "MalformedPolicy", "PutBucketPolicy", "Policies must be valid JSON and the first byte must be '{'"
             )
         try:
-            policy = json.loads(text)
-        except ValueError:
+            policy = load_json(text)
+        except DocumentError:
             raise AwsError(
                 "MalformedPolicy", "PutBucketPolicy", "Policies must be valid JSON and the first byte must be '{'"
             ) from None
@@ -1686,6 +1689,189 @@ def _text(data: Any) -> str:
     return "\n".join(lines)
 
 
+# -- --output table ------------------------------------------------------------------------
+# The AWS CLI's table formatter (the user guide's "Table output" section): one section per
+# mapping or list of mappings, scalar keys sorted as column headers, nested values as indented
+# sub-sections whose borders nest, column widths scaled to the widest section, and sections of a
+# single row turned vertical (key | value) when the table would not fit the 80 columns the CLI
+# assumes when stdout is not a terminal.
+
+TABLE_WIDTH = 80
+
+
+class _Section:
+    def __init__(self, title: str = "", indent: int = 0) -> None:
+        self.title = title
+        self.indent = indent
+        self.headers: list[str] = []
+        self.rows: list[list[str]] = []
+        self.widths: list[int] = []
+
+    def _grow(self, cells: Sequence[str]) -> None:
+        if not self.widths:
+            self.widths = [len(c) for c in cells]
+        else:
+            self.widths = [max(w, len(c)) for w, c in zip(self.widths, cells, strict=False)]
+
+    def header(self, names: Sequence[str]) -> None:
+        self.headers = list(names)
+        self._grow(self.headers)
+
+    def row(self, cells: Sequence[Any]) -> None:
+        shown = [_cell(c) for c in cells]
+        self.rows.append(shown)
+        self._grow(shown)
+
+    def total(self) -> int:
+        cols = sum(w + 4 for w in self.widths) + 2 + 2 * self.indent
+        return max(len(self.title) + 2 + 2 * self.indent, cols)
+
+    def scaled(self, width: int) -> list[int]:
+        """Column widths (each padded by 4) scaled to fill ``width`` exactly."""
+        base = [w + 4 for w in self.widths]
+        if not base:
+            return []
+        factor = width / float(sum(base))
+        out = [round(factor * w) for w in base]  # Python 3's round, as the CLI's own
+        off = sum(out) - width
+        while off:
+            order = range(len(out)) if off > 0 else reversed(range(len(out)))
+            for i in order:
+                if off > 0:
+                    out[i] -= 1
+                    off -= 1
+                else:
+                    out[i] += 1
+                    off += 1
+                if not off:
+                    break
+        return out
+
+
+def _cell(value: Any) -> str:
+    # The CLI prints cells with Python's str(): True, None and numbers as Python writes them.
+    return str(value)
+
+
+def _scalar(value: Any) -> bool:
+    return not isinstance(value, (dict, list))
+
+
+class _TableBuilder:
+    def __init__(self) -> None:
+        self.sections: list[_Section] = []
+
+    def new(self, title: str, indent: int) -> None:
+        self.sections.append(_Section(title, indent))
+
+    @property
+    def current(self) -> _Section:
+        return self.sections[-1]
+
+    def build(self, title: str | None, value: Any, indent: int = 0) -> bool:
+        if not value:
+            return False
+        if title is not None:
+            self.new(title, indent)
+        if isinstance(value, list):
+            if isinstance(value[0], dict):
+                self._from_list(value, indent, title or "")
+            else:
+                for item in value:
+                    if _scalar(item):
+                        self.current.row([item])
+                    elif all(_scalar(x) for x in item):
+                        self.current.row(item)
+                    else:
+                        self.build(None, item)
+        if isinstance(value, dict):
+            self._from_dict(value, indent)
+        return True
+
+    def _from_dict(self, value: dict[str, Any], indent: int) -> None:
+        heads = sorted(k for k in value if _scalar(value[k]))
+        more = sorted(k for k in value if not _scalar(value[k]))
+        if len(heads) == 1:
+            self.current.row([heads[0], value[heads[0]]])
+        elif heads:
+            self.current.header(heads)
+            self.current.row([value[k] for k in heads])
+        for key in more:
+            self.build(key, value[key], indent + 1)
+
+    def _from_list(self, items: list[Any], indent: int, title: str) -> None:
+        heads = sorted({k for item in items if isinstance(item, dict) for k in item if _scalar(item[k])})
+        more = sorted({k for item in items if isinstance(item, dict) for k in item if not _scalar(item[k])})
+        self.current.header(heads)
+        for n, item in enumerate(items):
+            if n and more:
+                self.new(title, indent)
+                self.current.header(heads)
+            self.current.row([item.get(h, "") for h in heads])
+            for key in more:
+                if key in item:
+                    self.build(key, item[key], indent + 1)
+
+
+def _centred(text: str, width: int, left: str = "|", right: str = "|") -> str:
+    start = width // 2 - len(text) // 2 - 1
+    line = left + " " * start + text
+    return line + " " * (width - len(right) - len(line)) + right
+
+
+def _left(text: str, width: int, left: str, right: str = "|") -> str:
+    pad = 2 if width - (len(text) + 2 + len(left) + len(right)) >= 0 else 0
+    line = left + " " * pad + text
+    return line + " " * (width - len(line) - len(right)) + right
+
+
+def _rule(widths: list[int]) -> str:
+    return "".join(("+" + "-" * (w - 2) + "+") if i == 0 else ("-" * (w - 1) + "+") for i, w in enumerate(widths))
+
+
+def table_output(title: str, data: Any) -> str:
+    builder = _TableBuilder()
+    if not builder.build(title, data):
+        return ""
+    sections = builder.sections
+    width = max(s.total() for s in sections)
+    if width > TABLE_WIDTH:
+        for i, sec in enumerate(sections):
+            if len(sec.rows) == 1 and sec.headers:
+                vertical = _Section(sec.title, sec.indent)
+                for head, cell in zip(sec.headers, sec.rows[0], strict=True):
+                    vertical.row([head, cell])
+                sections[i] = vertical
+        width = max(s.total() for s in sections)
+    lines = ["-" * width]
+    for sec in sections:
+        inner = width - 2 * sec.indent
+        bar = "|" * sec.indent
+        body: list[str] = []
+        if sec.title:
+            body.append(_centred(sec.title, inner))
+            if not sec.headers and not sec.rows:
+                body.append("+" + "-" * (inner - 2) + "+")
+        cols = sec.scaled(inner)
+        if sec.headers:
+            body.append(_rule(cols))
+            body.append(
+                "".join(
+                    _centred(h, w, "|" if i == 0 else "")
+                    for i, (h, w) in enumerate(zip(sec.headers, cols, strict=False))
+                )
+            )
+        if sec.rows and cols:
+            body.append(_rule(cols))
+            for row in sec.rows:
+                body.append(
+                    "".join(_left(c, w, "|" if i == 0 else "") for i, (c, w) in enumerate(zip(row, cols, strict=False)))
+                )
+            body.append(_rule(cols))
+        lines.extend(bar + line + bar for line in body)
+    return "\n".join(lines) + "\n"
+
+
 def _choices(names: Sequence[str]) -> str:
     items = sorted(names)
     rows = []
@@ -1834,9 +2020,12 @@ def run(state: dict[str, Any], call: Call) -> Result:
         try:
             handler.run()
         except AwsError as err:
-            prefix = "fatal error: " if service == "s3" else "\n"
+            # `aws s3 ls` makes one API call and fails like any operation (254); the transfer
+            # commands report "fatal error" and exit 1 (the CLI's return-code page).
+            transfer = service == "s3" and command != "ls"
+            prefix = "fatal error: " if transfer else "\n"
             raise ctx.fail(
-                1 if service == "s3" else SERVICE_ERROR,
+                1 if transfer else SERVICE_ERROR,
                 f"{prefix}An error occurred ({err.code}) when calling the {err.operation} operation: {err.message}",
             ) from None
     except ToolExit as exc:

@@ -37,6 +37,18 @@ DEFAULT_CLOCK = "2026-03-02T09:00:00Z"
 CLOCK_STEP = timedelta(seconds=7)
 
 
+class InputTooLarge(Exception):  # noqa: N818 - reads as "the input is too large"
+    """A file or stdin over the shim's cap: the call ends with the tool's "too large" error.
+
+    Raised by :class:`Call` itself, so no emulator can parse a truncated manifest as if it were
+    whole; ``suite.emulators.run_call`` turns it into the tool's message (``input_too_large``).
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: too large")
+        self.path = path  # "-" for stdin
+
+
 class NeedInput(Exception):  # noqa: N818 - a request, not an error
     """The call needs data only the sandbox side has; the service asks the shim and re-runs."""
 
@@ -96,6 +108,7 @@ class Call:
     seq: int = 1
     now: datetime = field(default_factory=lambda: parse_time(DEFAULT_CLOCK))
     stdin: str | None = None
+    stdin_error: str = ""  # "too-large": stdin had more than MAX_STDIN bytes
     stdin_tty: bool = False
     files: dict[str, FileData] = field(default_factory=dict)
     dirs: dict[str, list[DirEntry] | None] = field(default_factory=dict)
@@ -104,9 +117,16 @@ class Call:
     def abspath(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.cwd, path))
 
+    def shown(self, path: str) -> str:
+        """A path as the user typed it, near enough: relative to the cwd when inside it."""
+        prefix = self.cwd.rstrip("/") + "/"
+        return path[len(prefix) :] if path.startswith(prefix) else path
+
     def read_stdin(self, prompt: str = "") -> str:
         if self.stdin is None:
             raise NeedInput(stdin=True, prompt=prompt)
+        if self.stdin_error == "too-large":
+            raise InputTooLarge("-")
         return self.stdin
 
     def file(self, path: str) -> FileData:
@@ -118,6 +138,9 @@ class Call:
         missing = [p for p in dict.fromkeys(wanted) if p not in self.files]
         if missing:
             raise NeedInput(files=missing)
+        for path in wanted:
+            if self.files[path].error == "too-large":
+                raise InputTooLarge(path)
         return [self.files[p] for p in wanted]
 
     def listdir(self, path: str) -> list[DirEntry] | None:
@@ -458,11 +481,16 @@ def human_age(delta: timedelta) -> str:
     return f"{days // 365}y"
 
 
-def table(rows: Sequence[Sequence[str]], gap: int = 3) -> str:
-    """Left-aligned columns separated by ``gap`` spaces (kubectl/helm/docker tabwriter output)."""
+def table(rows: Sequence[Sequence[str]], gap: int = 3, minwidth: int = 0) -> str:
+    """Left-aligned columns separated by ``gap`` spaces (kubectl/helm/docker tabwriter output).
+
+    ``minwidth`` is Go tabwriter's: a cell with its padding is at least that wide (the docker CLI
+    uses 10, which is why its short columns line up at ten characters).
+    """
     if not rows:
         return ""
     widths = [max(len(str(r[c])) for r in rows if c < len(r)) for c in range(max(len(r) for r in rows))]
+    widths = [max(w, minwidth - gap) for w in widths]
     lines = []
     for r in rows:
         cells = [str(v).ljust(widths[c]) if c < len(r) - 1 else str(v) for c, v in enumerate(r)]

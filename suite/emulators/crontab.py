@@ -100,8 +100,8 @@ def objects(section: dict[str, Any]) -> dict[str, Any]:
 
 def _field_ok(text: str, lo: int, hi: int) -> bool:
     for part in text.split(","):
-        base, _, step = part.partition("/")
-        if step and not step.isdigit():
+        base, slash, step = part.partition("/")
+        if slash and (not step.isdigit() or int(step) == 0):
             return False
         if base == "*":
             continue
@@ -126,7 +126,8 @@ def check(text: str) -> list[tuple[int, str]]:
         if s.startswith("@"):
             word = s.split()[0]
             if word not in SPECIAL:
-                errors.append((n, "bad minute"))
+                # entry.c: an unknown @keyword is e_timespec.
+                errors.append((n, "bad time specifier"))
             elif len(s.split()) < 2:
                 errors.append((n, "bad command"))
             continue
@@ -185,7 +186,8 @@ def run(state: dict[str, Any], call: Call) -> Result:
                 continue
             files.append(a)
             i += 1
-        if user != me and me != "root":
+        # crontab.c refuses -u to anyone but root, even naming oneself.
+        if "-u" in argv and me != "root":
             raise ctx.fail(1, "must be privileged to use -u")
         tabs = s["tabs"]
         if mode == "l":

@@ -28,6 +28,7 @@ images: ``docker/<host>/image/<id>``), ``docker/<host>/volume/<name>``,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -154,6 +155,11 @@ def objects(section: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _table(rows: list[list[str]]) -> str:
+    # The docker CLI's tabwriter: minwidth 10, padding 3 (cli/command/formatter).
+    return table(rows, gap=3, minwidth=10)
+
+
 def _size_mb(size: Any) -> float:
     text = str(size).strip().upper()
     for unit, mult in (("GB", 1024.0), ("MB", 1.0), ("KB", 1 / 1024), ("B", 1 / 1024 / 1024)):
@@ -169,30 +175,35 @@ def _size_mb(size: Any) -> float:
 
 
 def _fmt_size(mb: float) -> str:
+    """go-units HumanSize: four significant digits and a unit (``1.2GB``, ``412MB``, ``0B``)."""
     if mb >= 1024:
-        return f"{mb / 1024:.2f}GB".replace(".00GB", "GB")
+        return f"{mb / 1024:.4g}GB"
     if mb >= 1:
-        return f"{mb:.1f}MB".replace(".0MB", "MB")
-    return f"{mb * 1024:.0f}kB"
+        return f"{mb:.4g}MB"
+    if mb * 1024 >= 1:
+        return f"{mb * 1024:.4g}kB"
+    return f"{mb * 1024 * 1024:.4g}B"
 
 
 ALL = opt("-a", "--all", kind="bool")
 FORCE = opt("-f", "--force", kind="bool")
 FILTER = opt("--filter", kind="list")
+# The listing commands give --filter the short -f; the prunes keep -f for --force.
+LS_FILTER = opt("-f", "--filter", kind="list")
 FORMAT = opt("--format")
 QUIET = opt("-q", "--quiet", kind="bool")
 COMMANDS_OPTS: dict[str, list[Any]] = {
     "ps": [
         ALL,
         QUIET,
-        FILTER,
+        LS_FILTER,
         FORMAT,
         opt("--no-trunc", kind="bool"),
         opt("-n", "--last", kind="int"),
         opt("-l", "--latest", kind="bool"),
         opt("-s", "--size", kind="bool"),
     ],
-    "images": [ALL, QUIET, FILTER, FORMAT, opt("--no-trunc", kind="bool"), opt("--digests", kind="bool")],
+    "images": [ALL, QUIET, LS_FILTER, FORMAT, opt("--no-trunc", kind="bool"), opt("--digests", kind="bool")],
     "rm": [FORCE, opt("-v", "--volumes", kind="bool"), opt("-l", "--link", kind="bool")],
     "rmi": [FORCE, opt("--no-prune", kind="bool")],
     "start": [opt("-a", "--attach", kind="bool"), opt("-i", "--interactive", kind="bool")],
@@ -270,14 +281,14 @@ GROUPS: dict[str, dict[str, list[Any]]] = {
         "pull": COMMANDS_OPTS["pull"],
     },
     "volume": {
-        "ls": [QUIET, FILTER, FORMAT],
+        "ls": [QUIET, LS_FILTER, FORMAT],
         "rm": [FORCE],
         "prune": [ALL, FORCE, FILTER],
         "inspect": [FORMAT],
         "create": [opt("-d", "--driver"), opt("--label", kind="list")],
     },
     "network": {
-        "ls": [QUIET, FILTER, FORMAT, opt("--no-trunc", kind="bool")],
+        "ls": [QUIET, LS_FILTER, FORMAT, opt("--no-trunc", kind="bool")],
         "rm": [FORCE],
         "prune": [FORCE, FILTER],
         "inspect": [FORMAT],
@@ -393,57 +404,135 @@ class _D:
 
     # -- listing ----------------------------------------------------------------------
 
-    def do_ps(self) -> None:
-        rows = [["CONTAINER ID", "IMAGE", "COMMAND", "CREATED", "STATUS", "PORTS", "NAMES"]]
-        shown = [c for c in self.s["containers"] if self.p.get("all") or c["status"] in ("running", "paused")]
+    def _filters(self, valid: tuple[str, ...]) -> list[tuple[str, str]]:
+        """``--filter key=value`` pairs; a key the daemon does not know is its error (filters.Validate)."""
+        out = []
         for flt in self.p.get("filter") or []:
             key, _, val = flt.partition("=")
+            if key not in valid:
+                raise self.ctx.fail(1, f"Error response from daemon: invalid filter '{key}'")
+            out.append((key, val))
+        return out
+
+    def do_ps(self) -> None:
+        filters = self._filters(
+            (
+                "ancestor",
+                "before",
+                "expose",
+                "exited",
+                "health",
+                "id",
+                "is-task",
+                "label",
+                "name",
+                "network",
+                "publish",
+                "since",
+                "status",
+                "volume",
+            )
+        )
+        # A status filter looks at every container, with or without -a (daemon/list.go).
+        everything = self.p.get("all") or any(key == "status" for key, _ in filters)
+        shown = [c for c in self.s["containers"] if everything or c["status"] in ("running", "paused")]
+        for key, val in filters:
             if key == "status":
+                if val not in ("created", "restarting", "running", "removing", "paused", "exited", "dead"):
+                    raise self.ctx.fail(1, f"Error response from daemon: Unrecognised filter value for status: {val}")
                 shown = [c for c in shown if c["status"] == val]
             elif key == "name":
-                shown = [c for c in shown if val in c["name"]]
+                try:
+                    rx = re.compile(val)  # the daemon matches names as a regular expression
+                except re.error as exc:
+                    raise self.ctx.fail(
+                        1, f"Error response from daemon: error parsing regexp: {exc.msg}: `{val}`"
+                    ) from None
+                shown = [c for c in shown if rx.search(c["name"])]
+            elif key == "id":
+                shown = [c for c in shown if c["id"].startswith(val)]
             elif key == "ancestor":
-                shown = [c for c in shown if c["image"].startswith(val)]
+                shown = [
+                    c
+                    for c in shown
+                    if c["image"] == val
+                    or c["image"].split(":")[0] == val
+                    or (self.image(val) is not None and self.image(c["image"]) is self.image(val))
+                ]
             elif key == "network":
                 shown = [c for c in shown if c.get("network", "bridge") == val]
+            elif key == "exited":
+                shown = [c for c in shown if c["status"] == "exited" and str(c.get("exit_code", 0)) == val]
+            elif key == "volume":
+                shown = [c for c in shown if val in c["volumes"]]
+            elif key == "label":
+                k, eq, v = val.partition("=")
+                shown = [c for c in shown if k in (c.get("labels") or {}) and (not eq or c["labels"][k] == v)]
+            elif key == "health":
+                shown = [c for c in shown if c.get("health", "none") == val]
+            else:
+                shown = [
+                    c
+                    for c in shown
+                    if key not in ("publish", "expose", "is-task") or (key == "publish" and val in c["ports"])
+                ]
         for c in shown:
             self.ctx.saw(f"docker/{self.host}/container/{c['name']}")
         if self.p.get("quiet"):
             for c in shown:
                 self.ctx.out(c["id"][:12])
             return
+        contexts = [self._container_context(c) for c in shown]
         if self.p.get("format"):
-            for c in shown:
-                self.ctx.out(
-                    _go_format(
-                        self.p.get("format"),
-                        {
-                            "ID": c["id"][:12],
-                            "Names": c["name"],
-                            "Image": c["image"],
-                            "Status": self._status(c),
-                            "State": c["status"],
-                            "Ports": c["ports"],
-                            "Networks": c.get("network", "bridge"),
-                        },
-                    )
-                )
+            self._formatted(self.p.get("format"), contexts, "formatter.containerContext", PS_HEADERS)
             return
-        for c in shown:
-            cmd = c["command"]
-            cmd = f'"{cmd[:20]}…"' if len(cmd) > 20 else f'"{cmd}"'
-            rows.append(
-                [
-                    c["id"][:12],
-                    c["image"],
-                    cmd,
-                    f"{human_days(self.now, c['created'])} ago",
-                    self._status(c),
-                    c["ports"],
-                    c["name"],
-                ]
-            )
-        self.ctx.out(table(rows))
+        rows = [["CONTAINER ID", "IMAGE", "COMMAND", "CREATED", "STATUS", "PORTS", "NAMES"]]
+        for ctx in contexts:
+            cmd = ctx["Command"]
+            rows.append([ctx["ID"], ctx["Image"], cmd, ctx["RunningFor"], ctx["Status"], ctx["Ports"], ctx["Names"]])
+        self.ctx.out(_table(rows))
+
+    def _container_context(self, c: dict[str, Any]) -> dict[str, Any]:
+        """The fields ``docker ps --format`` knows (cli/command/formatter/container.go)."""
+        cmd = c["command"]
+        return {
+            "ID": c["id"][:12],
+            "Image": c["image"],
+            "Command": f'"{cmd[:20]}…"' if len(cmd) > 20 else f'"{cmd}"',
+            "CreatedAt": parse_time(c["created"]).strftime("%Y-%m-%d %H:%M:%S +0000 UTC"),
+            "RunningFor": f"{human_days(self.now, c['created'])} ago",
+            "Ports": c["ports"],
+            "State": c["status"],
+            "Status": self._status(c),
+            "Size": "0B",
+            "Names": c["name"],
+            "Labels": ",".join(f"{k}={v}" for k, v in sorted((c.get("labels") or {}).items())),
+            "Mounts": ",".join(c["volumes"]),
+            "LocalVolumes": str(len(c["volumes"])),
+            "Networks": c.get("network", "bridge"),
+        }
+
+    def _formatted(
+        self, template: str, contexts: list[dict[str, Any]], type_name: str, headers: dict[str, str]
+    ) -> None:
+        """--format: ``json``, ``table TEMPLATE`` (a header row and tabwriter columns) or a template."""
+        if template == "json":
+            for ctx in contexts:
+                self.ctx.out(json.dumps(ctx, separators=(",", ":")))
+            return
+        is_table = template.startswith("table")
+        body = template[len("table") :].lstrip() if is_table else template
+        try:
+            lines = [_go_format(body, ctx, type_name) for ctx in contexts]
+            head = _go_format(body, headers, type_name) if is_table else None
+        except TemplateError as exc:
+            raise self.ctx.fail(1, str(exc)) from None
+        if is_table:
+            cells = [line.split("\t") for line in [head or "", *lines]]
+            self.ctx.out(_table(cells))
+            return
+        for line in lines:
+            self.ctx.out(line)
 
     def _status(self, c: dict[str, Any]) -> str:
         age = human_days(self.now, c.get("started", c["created"]))
@@ -456,39 +545,47 @@ class _D:
 
     def do_images(self) -> None:
         imgs = [i for i in self.s["images"]]
-        for flt in self.p.get("filter") or []:
-            key, _, val = flt.partition("=")
+        if not self.p.get("all"):
+            imgs = [i for i in imgs if not i.get("intermediate")]
+        for key, val in self._filters(("before", "dangling", "label", "reference", "since", "until")):
             if key == "dangling":
-                imgs = [i for i in imgs if _dangling(i) == (val == "true")]
+                if val not in ("true", "false", "1", "0"):
+                    raise self.ctx.fail(1, f"Error response from daemon: Invalid filter 'dangling={val}'")
+                imgs = [i for i in imgs if _dangling(i) == (val in ("true", "1"))]
             elif key == "reference":
-                imgs = [i for i in imgs if i["repository"].startswith(val.split(":")[0])]
+                imgs = [i for i in imgs if not _dangling(i) and _reference_match(val, i)]
+            elif key == "label":
+                k, eq, v = val.partition("=")
+                imgs = [i for i in imgs if k in (i.get("labels") or {}) and (not eq or i["labels"][k] == v)]
         for i in imgs:
             self.ctx.saw(f"docker/{self.host}/image/{i['id'][:12] if _dangling(i) else _ref(i)}")
         if self.p.get("quiet"):
             for i in imgs:
                 self.ctx.out(i["id"][:12])
             return
+        contexts = [
+            {
+                "Repository": i["repository"],
+                "Tag": i["tag"],
+                "ID": i["id"][:12],
+                "Digest": "<none>",
+                "CreatedAt": parse_time(i["created"]).strftime("%Y-%m-%d %H:%M:%S +0000 UTC"),
+                "CreatedSince": human_days(self.now, i["created"]) + " ago",
+                "Size": i["size"],
+                "Containers": "N/A",
+                "SharedSize": "N/A",
+                "UniqueSize": "N/A",
+                "VirtualSize": i["size"],
+            }
+            for i in imgs
+        ]
         if self.p.get("format"):
-            for i in imgs:
-                self.ctx.out(
-                    _go_format(
-                        self.p.get("format"),
-                        {
-                            "Repository": i["repository"],
-                            "Tag": i["tag"],
-                            "ID": i["id"][:12],
-                            "Size": i["size"],
-                            "CreatedSince": human_days(self.now, i["created"]) + " ago",
-                        },
-                    )
-                )
+            self._formatted(self.p.get("format"), contexts, "formatter.imageContext", IMAGE_HEADERS)
             return
         rows = [["REPOSITORY", "TAG", "IMAGE ID", "CREATED", "SIZE"]]
-        for i in imgs:
-            rows.append(
-                [i["repository"], i["tag"], i["id"][:12], f"{human_days(self.now, i['created'])} ago", i["size"]]
-            )
-        self.ctx.out(table(rows))
+        for ctx in contexts:
+            rows.append([ctx["Repository"], ctx["Tag"], ctx["ID"], ctx["CreatedSince"], ctx["Size"]])
+        self.ctx.out(_table(rows))
 
     def do_container_ls(self) -> None:
         self.do_ps()
@@ -497,23 +594,57 @@ class _D:
         self.do_images()
 
     def do_volume_ls(self) -> None:
-        vols = self.s["volumes"]
-        for flt in self.p.get("filter") or []:
-            key, _, val = flt.partition("=")
+        # The CLI sorts volumes by name (natural order), whatever order the daemon lists them in.
+        vols = sorted(self.s["volumes"], key=lambda v: _natural(v["name"]))
+        for key, val in self._filters(("dangling", "driver", "label", "name")):
             if key == "dangling":
                 used = {v for c in self.s["containers"] for v in c["volumes"]}
-                vols = [v for v in vols if (v["name"] not in used) == (val == "true")]
+                vols = [v for v in vols if (v["name"] not in used) == (val in ("true", "1"))]
+            elif key == "driver":
+                vols = [v for v in vols if v["driver"] == val]
+            elif key == "name":
+                vols = [v for v in vols if val in v["name"]]
+            elif key == "label":
+                k, eq, lv = val.partition("=")
+                vols = [v for v in vols if k in (v.get("labels") or {}) and (not eq or v["labels"][k] == lv)]
+        if self.p.get("format") and not self.p.get("quiet"):
+            contexts = [
+                {
+                    "Driver": v["driver"],
+                    "Name": v["name"],
+                    "Scope": "local",
+                    "Mountpoint": f"/var/lib/docker/volumes/{v['name']}/_data",
+                    "Labels": "",
+                }
+                for v in vols
+            ]
+            self._formatted(
+                self.p.get("format"),
+                contexts,
+                "formatter.volumeContext",
+                {
+                    "Driver": "DRIVER",
+                    "Name": "VOLUME NAME",
+                    "Scope": "SCOPE",
+                    "Mountpoint": "MOUNTPOINT",
+                    "Labels": "LABELS",
+                },
+            )
+            for v in vols:
+                self.ctx.saw(f"docker/{self.host}/volume/{v['name']}")
+            return
         for v in vols:
             self.ctx.saw(f"docker/{self.host}/volume/{v['name']}")
         if self.p.get("quiet"):
             for v in vols:
                 self.ctx.out(v["name"])
             return
-        self.ctx.out(table([["DRIVER", "VOLUME NAME"], *([v["driver"], v["name"]] for v in vols)], gap=4))
+        self.ctx.out(_table([["DRIVER", "VOLUME NAME"], *([v["driver"], v["name"]] for v in vols)]))
 
     def do_network_ls(self) -> None:
         rows = [["NETWORK ID", "NAME", "DRIVER", "SCOPE"]]
-        nets = list(self.s["networks"])
+        # The CLI sorts networks by name (cli/command/network/list.go).
+        nets = sorted(self.s["networks"], key=lambda n: _natural(n["name"]))
         for flt in self.p.get("filter") or []:
             key, _, val = flt.partition("=")
             if key == "name":
@@ -543,7 +674,7 @@ class _D:
             for n in nets:
                 self.ctx.out(n["id"][:12])
             return
-        self.ctx.out(table(rows))
+        self.ctx.out(_table(rows))
 
     def _attached(self, network: str, *, running_only: bool) -> list[dict[str, Any]]:
         return [
@@ -577,7 +708,7 @@ class _D:
             ["Local Volumes", str(len(self.s["volumes"])), str(len(active_vol)), "-", "-"],
             ["Build Cache", "1", "0", _fmt_size(self.s["build_cache_mb"]), _fmt_size(self.s["build_cache_mb"])],
         ]
-        self.ctx.out(table(rows))
+        self.ctx.out(_table(rows))
 
     def do_inspect(self) -> None:
         if not self.p.args:
@@ -590,13 +721,49 @@ class _D:
             c = self.container(ref)
             if c is not None:
                 self.ctx.saw(f"docker/{self.host}/container/{c['name']}")
+                img = self.image(c["image"])
+                started = c.get("started", c["created"])
                 out.append(
                     {
                         "Id": c["id"],
+                        "Created": c["created"].replace("Z", ".000000000Z"),
+                        "Path": c["command"].split()[0] if c["command"] else "",
+                        "Args": c["command"].split()[1:],
+                        "State": {
+                            "Status": c["status"],
+                            "Running": c["status"] == "running",
+                            "Paused": c["status"] == "paused",
+                            "Restarting": False,
+                            "OOMKilled": False,
+                            "Dead": False,
+                            "Pid": 4000 + int(c["id"][:4], 16) % 20000 if c["status"] == "running" else 0,
+                            "ExitCode": int(c.get("exit_code", 0)),
+                            "Error": "",
+                            "StartedAt": started.replace("Z", ".000000000Z"),
+                            "FinishedAt": started.replace("Z", ".000000000Z")
+                            if c["status"] == "exited"
+                            else "0001-01-01T00:00:00Z",
+                        },
+                        "Image": "sha256:" + img["id"] if img else c["image"],
                         "Name": "/" + c["name"],
-                        "Image": c["image"],
-                        "State": {"Status": c["status"], "Running": c["status"] == "running"},
-                        "Mounts": [{"Type": "volume", "Name": v, "Destination": "/var/lib/data"} for v in c["volumes"]],
+                        "RestartCount": 0,
+                        "Mounts": [
+                            {
+                                "Type": "volume",
+                                "Name": v,
+                                "Source": f"/var/lib/docker/volumes/{v}/_data",
+                                "Destination": "/var/lib/data",
+                                "Driver": "local",
+                                "RW": True,
+                            }
+                            for v in c["volumes"]
+                        ],
+                        "Config": {
+                            "Image": c["image"],
+                            "Labels": dict(c.get("labels") or {}),
+                            "Cmd": c["command"].split(),
+                        },
+                        "NetworkSettings": {"Networks": {c.get("network", "bridge"): {}}},
                     }
                 )
                 continue
@@ -642,8 +809,11 @@ class _D:
             print_partial = json.dumps(out, indent=4)
             raise ToolExit(1, f"Error: No such object: {ref}\n", print_partial + "\n")
         if self.p.get("format"):
-            for item in out:
-                self.ctx.out(_go_format(self.p.get("format"), item))
+            try:
+                for item in out:
+                    self.ctx.out(_go_format(self.p.get("format"), item, "map[string]interface {}"))
+            except TemplateError as exc:
+                raise self.ctx.fail(1, str(exc)) from None
             return
         self.ctx.out(json.dumps(out, indent=4))
 
@@ -686,6 +856,31 @@ class _D:
         )
 
     def do_version(self) -> None:
+        if self.p.get("format"):
+            info = {
+                "Client": {
+                    "Version": "24.0.7",
+                    "ApiVersion": "1.43",
+                    "GoVersion": "go1.20.10",
+                    "Os": "linux",
+                    "Arch": "amd64",
+                },
+                "Server": {
+                    "Version": "24.0.7",
+                    "ApiVersion": "1.43",
+                    "MinAPIVersion": "1.12",
+                    "Os": "linux",
+                    "Arch": "amd64",
+                },
+            }
+            if self.p.get("format") == "json" or self.p.get("format") == "{{json .}}":
+                self.ctx.out(json.dumps(info, separators=(",", ":")))
+                return
+            try:
+                self.ctx.out(_go_format(self.p.get("format"), info, "types.VersionResponse"))
+            except TemplateError as exc:
+                raise self.ctx.fail(1, str(exc)) from None
+            return
         self.ctx.out(
             "Client: Docker Engine - Community\n Version:           24.0.7\n API version:       1.43\n Go version:        go1.20.10\n OS/Arch:           linux/amd64\n\nServer: Docker Engine - Community\n Engine:\n  Version:          24.0.7\n  API version:      1.43 (minimum version 1.12)"
         )
@@ -854,14 +1049,33 @@ class _D:
                 errors.append(f"Error response from daemon: No such image: {ref if ':' in ref else ref + ':latest'}")
                 continue
             users = [c for c in self.s["containers"] if self.image(c["image"]) is img]
+            running = [c for c in users if c["status"] in ("running", "paused")]
+            by_id = img["id"].startswith(ref.removeprefix("sha256:")) and ":" not in ref
+            # daemon/images/image_delete.go: a tag used by any container needs -f; an image a
+            # running container uses cannot be deleted even with -f (only its tag goes).
             if users and not self.p.get("force"):
                 c = users[0]
-                state = "running" if c["status"] == "running" else "stopped"
-                errors.append(
-                    f'Error response from daemon: conflict: unable to remove repository reference "{ref}" (must force) - container {c["id"][:12]} is using its referenced image {img["id"][:12]}'
-                    if state == "stopped"
-                    else f"Error response from daemon: conflict: unable to delete {img['id'][:12]} (cannot be forced) - image is being used by running container {c['id'][:12]}"
-                )
+                if not by_id:
+                    errors.append(
+                        f'Error response from daemon: conflict: unable to remove repository reference "{ref}" (must force) - container {c["id"][:12]} is using its referenced image {img["id"][:12]}'
+                    )
+                elif running:
+                    errors.append(
+                        f"Error response from daemon: conflict: unable to delete {img['id'][:12]} (cannot be forced) - image is being used by running container {running[0]['id'][:12]}"
+                    )
+                else:
+                    errors.append(
+                        f"Error response from daemon: conflict: unable to delete {img['id'][:12]} (must be forced) - image is being used by stopped container {c['id'][:12]}"
+                    )
+                continue
+            if running:
+                if by_id:
+                    errors.append(
+                        f"Error response from daemon: conflict: unable to delete {img['id'][:12]} (cannot be forced) - image is being used by running container {running[0]['id'][:12]}"
+                    )
+                    continue
+                self.ctx.out(f"Untagged: {_ref(img)}")
+                img["repository"], img["tag"] = "<none>", "<none>"
                 continue
             self.s["images"].remove(img)
             if not _dangling(img):
@@ -1224,29 +1438,255 @@ def human_days(now: datetime, then: str) -> str:
     return f"{days // 365} years"
 
 
-def _go_format(template: str, data: dict[str, Any]) -> str:
-    import re
+class TemplateError(Exception):
+    pass
 
-    if template == "json" or template == "{{json .}}":
-        return json.dumps(data)
+
+def _go_format(template: str, data: dict[str, Any], type_name: str = "map[string]interface {}") -> str:
+    """A Go text/template over the formatter's fields: ``{{.Field}}``, ``{{json .X}}``, ``{{.A.B}}``.
+
+    A field the context does not have is text/template's error, as the CLI prints it
+    (``template: :1:2: executing "" at <.Bogus>: can't evaluate field Bogus in type ...``); a
+    missing key of a map (inspect's JSON) is ``<no value>``, as in Go.
+    """
+    if template == "json" or template.strip() == "{{json .}}":
+        return json.dumps(data, separators=(",", ":"))
 
     def sub(m: re.Match[str]) -> str:
         expr = m.group(1).strip()
-        if expr.startswith("json "):
-            path = expr[5:].strip()
-            return json.dumps(_path(data, path))
-        return str(_path(data, expr))
+        as_json = expr.startswith("json ")
+        path = expr[5:].strip() if as_json else expr
+        if path in (".", ""):
+            value: Any = data
+        else:
+            # text/template reports the column of the field node: its 0-based byte offset.
+            lead = len(m.group(1)) - len(m.group(1).lstrip())
+            value = _path(data, path, type_name, template, m.start(1) + lead + (5 if as_json else 0))
+        if as_json:
+            return json.dumps(value, separators=(",", ":"))
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (dict, list)):
+            return _go_value(value)
+        return str(value)
 
-    return re.sub(r"\{\{\s*([^}]*)\}\}", sub, template).replace("\\t", "\t")
+    return re.sub(r"\{\{\s*([^}]*)\}\}", sub, template).replace("\\t", "\t").replace("\\n", "\n")
 
 
-def _path(data: Any, path: str) -> Any:
+def _go_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_go_value(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _path(data: Any, path: str, type_name: str, template: str, col: int) -> Any:
     cur = data
+    strict = type_name.startswith(("formatter.", "types."))
     for part in path.strip(".").split("."):
         if not part:
             continue
-        cur = cur.get(part, "<no value>") if isinstance(cur, dict) else "<no value>"
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, dict) and not strict:
+            cur = "<no value>"
+        else:
+            raise TemplateError(
+                f'template: :1:{col}: executing "" at <{path}>: can\'t evaluate field {part} in type {type_name}'
+            )
+        strict = False
     return cur
+
+
+def _natural(name: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _reference_match(pattern: str, img: dict[str, Any]) -> bool:
+    """``--filter reference=``: path.Match against the familiar name, with and without the tag."""
+    rx = "".join("[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch) for ch in pattern)
+    return bool(re.fullmatch(rx, _ref(img)) or re.fullmatch(rx, img["repository"]))
+
+
+PS_HEADERS = {
+    "ID": "CONTAINER ID",
+    "Image": "IMAGE",
+    "Command": "COMMAND",
+    "CreatedAt": "CREATED AT",
+    "RunningFor": "CREATED",
+    "Ports": "PORTS",
+    "State": "STATE",
+    "Status": "STATUS",
+    "Size": "SIZE",
+    "Names": "NAMES",
+    "Labels": "LABELS",
+    "Mounts": "MOUNTS",
+    "LocalVolumes": "LOCAL VOLUMES",
+    "Networks": "NETWORKS",
+}
+IMAGE_HEADERS = {
+    "Repository": "REPOSITORY",
+    "Tag": "TAG",
+    "ID": "IMAGE ID",
+    "Digest": "DIGEST",
+    "CreatedAt": "CREATED AT",
+    "CreatedSince": "CREATED",
+    "Size": "SIZE",
+    "Containers": "CONTAINERS",
+    "SharedSize": "SHARED SIZE",
+    "UniqueSize": "UNIQUE SIZE",
+    "VirtualSize": "VIRTUAL SIZE",
+}
+
+
+DOCKER_HELP = """
+Usage:  docker [OPTIONS] COMMAND
+
+A self-sufficient runtime for containers
+
+Common Commands:
+  run         Create and run a new container from an image
+  exec        Execute a command in a running container
+  ps          List containers
+  build       Build an image from a Dockerfile
+  pull        Download an image from a registry
+  push        Upload an image to a registry
+  images      List images
+  login       Log in to a registry
+  logout      Log out from a registry
+  search      Search Docker Hub for images
+  version     Show the Docker version information
+  info        Display system-wide information
+
+Management Commands:
+  builder     Manage builds
+  container   Manage containers
+  image       Manage images
+  network     Manage networks
+  system      Manage Docker
+  volume      Manage volumes
+
+Commands:
+  inspect     Return low-level information on Docker objects
+  kill        Kill one or more running containers
+  logs        Fetch the logs of a container
+  pause       Pause all processes within one or more containers
+  restart     Restart one or more containers
+  rm          Remove one or more containers
+  rmi         Remove one or more images
+  start       Start one or more stopped containers
+  stop        Stop one or more running containers
+  tag         Create a tag TARGET_IMAGE that refers to SOURCE_IMAGE
+  unpause     Unpause all processes within one or more containers
+
+Global Options:
+      --config string      Location of client config files (default "/root/.docker")
+  -c, --context string     Name of the context to use to connect to the daemon
+  -D, --debug              Enable debug mode
+  -H, --host list          Daemon socket to connect to
+  -l, --log-level string   Set the logging level ("debug", "info", "warn", "error", "fatal") (default "info")
+  -v, --version            Print version information and quit
+
+Run 'docker COMMAND --help' for more information on a command.
+
+For more help on how to use Docker, head to https://docs.docker.com/go/guides/
+"""
+# `docker COMMAND --help`: usage, summary and aliases of the CLI reference page of each command.
+COMMAND_HELP: dict[str, tuple[str, str, str]] = {
+    "ps": (
+        "docker ps [OPTIONS]",
+        "List containers",
+        "docker container ls, docker container list, docker container ps, docker ps",
+    ),
+    "container ls": (
+        "docker container ls [OPTIONS]",
+        "List containers",
+        "docker container ls, docker container list, docker container ps, docker ps",
+    ),
+    "images": (
+        "docker images [OPTIONS] [REPOSITORY[:TAG]]",
+        "List images",
+        "docker image ls, docker image list, docker images",
+    ),
+    "image ls": (
+        "docker image ls [OPTIONS] [REPOSITORY[:TAG]]",
+        "List images",
+        "docker image ls, docker image list, docker images",
+    ),
+    "rm": (
+        "docker rm [OPTIONS] CONTAINER [CONTAINER...]",
+        "Remove one or more containers",
+        "docker container rm, docker container remove, docker rm",
+    ),
+    "rmi": (
+        "docker rmi [OPTIONS] IMAGE [IMAGE...]",
+        "Remove one or more images",
+        "docker image rm, docker image remove, docker rmi",
+    ),
+    "logs": ("docker logs [OPTIONS] CONTAINER", "Fetch the logs of a container", "docker container logs, docker logs"),
+    "inspect": ("docker inspect [OPTIONS] NAME|ID [NAME|ID...]", "Return low-level information on Docker objects", ""),
+    "stop": (
+        "docker stop [OPTIONS] CONTAINER [CONTAINER...]",
+        "Stop one or more running containers",
+        "docker container stop, docker stop",
+    ),
+    "start": (
+        "docker start [OPTIONS] CONTAINER [CONTAINER...]",
+        "Start one or more stopped containers",
+        "docker container start, docker start",
+    ),
+    "restart": (
+        "docker restart [OPTIONS] CONTAINER [CONTAINER...]",
+        "Restart one or more containers",
+        "docker container restart, docker restart",
+    ),
+    "system prune": ("docker system prune [OPTIONS]", "Remove unused data", ""),
+    "image prune": ("docker image prune [OPTIONS]", "Remove unused images", ""),
+    "volume prune": ("docker volume prune [OPTIONS]", "Remove unused local volumes", ""),
+    "container prune": ("docker container prune [OPTIONS]", "Remove all stopped containers", ""),
+    "volume ls": ("docker volume ls [OPTIONS]", "List volumes", "docker volume ls, docker volume list"),
+    "network ls": ("docker network ls [OPTIONS]", "List networks", "docker network ls, docker network list"),
+    "system df": ("docker system df [OPTIONS]", "Show docker disk usage", ""),
+}
+FLAG_HELP: dict[str, tuple[str, str]] = {
+    "all": ("", "Show all containers (default shows just running)"),
+    "quiet": ("", "Only display container IDs"),
+    "filter": ("filter", "Filter output based on conditions provided"),
+    "format": (
+        "string",
+        "Format output using a custom template:\n                        'table':            Print output in table format with column headers (default)\n                        'table TEMPLATE':   Print output in table format using the given Go template\n                        'json':             Print in JSON format\n                        'TEMPLATE':         Print output using the given Go template.",
+    ),
+    "no_trunc": ("", "Don't truncate output"),
+    "last": ("int", "Show n last created containers (includes all states) (default -1)"),
+    "latest": ("", "Show the latest created container (includes all states)"),
+    "size": ("", "Display total file sizes"),
+    "force": ("", "Force the removal / Do not prompt for confirmation"),
+    "volumes": ("", "Remove anonymous volumes associated with the container"),
+    "tail": ("string", 'Number of lines to show from the end of the logs (default "all")'),
+    "follow": ("", "Follow log output"),
+    "timestamps": ("", "Show timestamps"),
+    "since": ("string", "Show logs since timestamp or relative"),
+    "time": ("int", "Seconds to wait before killing the container"),
+    "signal": ("string", "Signal to send to the container"),
+}
+
+
+def command_help(name: str, opts: list[Any]) -> str:
+    usage, summary, aliases = COMMAND_HELP.get(name, (f"docker {name} [OPTIONS]", "", ""))
+    lines = ["", f"Usage:  {usage}", ""]
+    if summary:
+        lines += [summary, ""]
+    if aliases:
+        lines += ["Aliases:", f"  {aliases}", ""]
+    lines.append("Options:")
+    for o in sorted(opts, key=lambda o: next(n for n in o.names if n.startswith("--"))):
+        short = next((n for n in o.names if len(n) == 2), "")
+        long = next(n for n in o.names if n.startswith("--"))
+        kind, text = FLAG_HELP.get(o.dest, ("" if o.kind in ("bool", "count") else "string", ""))
+        left = f"  {short + ', ' if short else '    '}{long}{' ' + kind if kind else ''}"
+        lines.append(f"{left.ljust(24)}{text}".rstrip())
+    return "\n".join(lines) + "\n"
 
 
 def _arg_error(e: ArgError, cmd: str) -> str:
@@ -1276,15 +1716,13 @@ def run(state: dict[str, Any], call: Call) -> Result:
             ctx.out("Docker version 24.0.7, build afdd53b")
             return ctx.result(0)
         if a in ("-h", "--help"):
-            ctx.out("\nUsage:  docker [OPTIONS] COMMAND\n\nA self-sufficient runtime for containers")
+            ctx.out(DOCKER_HELP, end="")
             return ctx.result(0)
         if a.startswith(("-H=", "--host=", "--context=")):
             continue
         return ctx.finish(ctx.fail(125, f"unknown flag: {a}\nSee 'docker --help'."))
     if not argv:
-        ctx.out(
-            "\nUsage:  docker [OPTIONS] COMMAND\n\nA self-sufficient runtime for containers\n\nCommon Commands:\n  run         Create and run a new container from an image\n  exec        Execute a command in a running container\n  ps          List containers\n  build       Build an image from a Dockerfile\n  pull        Download an image from a registry\n  push        Upload an image to a registry\n  images      List images\n  login       Log in to a registry\n  version     Show the Docker version information\n  info        Display system-wide information\n\nManagement Commands:\n  builder     Manage builds\n  container   Manage containers\n  image       Manage images\n  network     Manage networks\n  system      Manage Docker\n  volume      Manage volumes"
-        )
+        ctx.out(DOCKER_HELP, end="")
         return ctx.result(0)
     cmd = argv.pop(0)
     if cmd in GROUPS:
@@ -1307,7 +1745,7 @@ def run(state: dict[str, Any], call: Call) -> Result:
     except ArgError as e:
         return ctx.finish(ctx.fail(125, _arg_error(e, name)))
     if parsed.get("help"):
-        ctx.out(f"\nUsage:  docker {name} [OPTIONS]")
+        ctx.out(command_help(name, opts), end="")
         return ctx.result(0)
     d = _D(ctx, name, parsed)
     fn = getattr(d, handler, None)

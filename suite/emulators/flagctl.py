@@ -30,6 +30,10 @@ Authored state::
 
 Object ids: ``flag/<project>/<key>`` (name, tags, archived) and
 ``flag/<project>/<key>/env/<environment>`` (on, rollout, targets).
+
+flagctl is made up, so nothing an agent knows describes it: ``flagctl --help``, ``flagctl help
+COMMAND``, ``flagctl COMMAND --help`` and ``flagctl docs`` (the manual, ``docs/flagctl.md``
+next to this module) say everything the emulator does, in the usual places a real CLI says it.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from suite.emulators.base import ArgError, Call, Ctx, Result, ToolExit, iso, opt, parse_gnu, table
@@ -110,7 +115,11 @@ OPTS = [
     opt("--comment"),
     opt("-h", "--help", kind="bool"),
 ]
-USAGE = """Usage:
+MANUAL = (Path(__file__).parent / "docs" / "flagctl.md").read_text(encoding="utf-8")
+USAGE = """flagctl manages the feature flags of a project: their state, rollouts and targets
+in each environment. Run 'flagctl docs' for the manual.
+
+Usage:
   flagctl [command]
 
 Available Commands:
@@ -130,7 +139,85 @@ Flags:
       --project string   project (default from FLAGCTL_PROJECT)
   -y, --yes              do not ask for confirmation in protected environments
       --dry-run          print the change without making it
+  -h, --help             help for flagctl
+  -o, --output string    output format of list and get: table or json (default "table")
+
+Use "flagctl [command] --help" for more information about a command.
 """
+# (summary, usage, flags) of each command, as cobra prints them for `flagctl help COMMAND`.
+COMMAND_HELP: dict[str, tuple[str, str, str]] = {
+    "archive": (
+        "Archive a flag: turn it off everywhere and stop evaluating it. Refused while the flag is on\nanywhere, unless --yes.",
+        "flagctl archive KEY [flags]",
+        "  -y, --yes       archive even though the flag is on somewhere\n      --dry-run   print the change without making it",
+    ),
+    "delete": (
+        "Delete an archived flag permanently. Cannot be undone.",
+        "flagctl delete KEY --yes [flags]",
+        "  -y, --yes       confirm the deletion (required)\n      --dry-run   print the change without making it",
+    ),
+    "disable": (
+        "Turn a flag off in an environment: every user is served the fallback.",
+        "flagctl disable KEY --env ENVIRONMENT [flags]",
+        "  -e, --env string   environment (required)\n  -y, --yes          do not ask for confirmation in protected environments\n      --dry-run      print the change without making it",
+    ),
+    "enable": (
+        "Turn a flag on in an environment. A flag whose rollout is 0% is set to 100%.",
+        "flagctl enable KEY --env ENVIRONMENT [flags]",
+        "  -e, --env string   environment (required)\n  -y, --yes          do not ask for confirmation in protected environments\n      --dry-run      print the change without making it",
+    ),
+    "envs": ("List the project's environments and whether each is protected.", "flagctl envs [flags]", ""),
+    "get": (
+        "Show a flag in every environment, or in --env only.",
+        "flagctl get KEY [flags]",
+        '  -e, --env string      only this environment\n  -o, --output string   table or json (default "table")',
+    ),
+    "history": ("Show the last 50 changes, of one flag or of all.", "flagctl history [KEY] [flags]", ""),
+    "list": (
+        "List the flags and their state in an environment (default: the project's first).",
+        "flagctl list [flags]",
+        '      --archived        list archived flags instead\n  -e, --env string      environment whose state is shown\n  -o, --output string   table or json (default "table")\n      --tag string      only flags with this tag',
+    ),
+    "rollout": (
+        "Set the percentage of traffic served a flag in an environment (0-100). Above 0 turns it on.",
+        "flagctl rollout KEY --env ENVIRONMENT --percent N [flags]",
+        "  -e, --env string    environment (required)\n      --percent int   percentage of traffic, 0-100 (required)\n  -y, --yes           do not ask for confirmation in protected environments\n      --dry-run       print the change without making it",
+    ),
+    "target": (
+        "Add or remove individual targets (user ids always served the flag) in an environment.",
+        "flagctl target add|remove KEY --env ENVIRONMENT --user ID [flags]",
+        "  -e, --env string        environment (required)\n      --user stringArray   user id to add or remove (repeatable)\n  -y, --yes               do not ask for confirmation in protected environments\n      --dry-run           print the change without making it",
+    ),
+    "help": ("Help about any command.", "flagctl help [command]", ""),
+    "docs": ("Print the flagctl manual.", "flagctl docs", ""),
+}
+COMMAND_NAMES = (
+    "list",
+    "ls",
+    "get",
+    "enable",
+    "disable",
+    "rollout",
+    "target",
+    "archive",
+    "delete",
+    "envs",
+    "history",
+    "help",
+    "docs",
+)
+
+
+def command_help(cmd: str) -> str:
+    summary, usage, flags = COMMAND_HELP[cmd]
+    parts = [summary, "", "Usage:", f"  {usage}", "", "Flags:"]
+    if flags:
+        parts.append(flags)
+    parts.append(f"  -h, --help         help for {cmd}")
+    parts += ["", "Global Flags:", "      --project string   project (default from FLAGCTL_PROJECT)"]
+    return "\n".join(parts) + "\n"
+
+
 MUTATING = {"enable", "disable", "rollout", "target", "archive", "delete", "create"}
 
 
@@ -407,21 +494,24 @@ def run(state: dict[str, Any], call: Call) -> Result:
             ctx.out(USAGE, end="")
             return ctx.result(0 if p.get("help") else 2)
         cmd, args = p.args[0], p.args[1:]
-        if cmd not in (
-            "list",
-            "ls",
-            "get",
-            "enable",
-            "disable",
-            "rollout",
-            "target",
-            "archive",
-            "delete",
-            "envs",
-            "history",
-        ):
+        if cmd not in COMMAND_NAMES:
             raise ctx.fail(2, f'Error: unknown command "{cmd}" for "flagctl"\nRun \'flagctl --help\' for usage.')
         cmd = "list" if cmd == "ls" else cmd
+        # --help on a command prints its help and does nothing else, as cobra does.
+        if p.get("help") or cmd == "help":
+            topic = cmd if cmd != "help" else (args[0] if args else "")
+            topic = "list" if topic == "ls" else topic
+            if topic and topic not in COMMAND_HELP:
+                raise ctx.fail(2, f"Error: unknown help topic \"{topic}\"\nRun 'flagctl --help' for usage.")
+            ctx.out(command_help(topic) if topic else USAGE, end="")
+            return ctx.result(0)
+        if cmd == "docs":
+            ctx.out(MANUAL, end="")
+            return ctx.result(0)
+        if p.get("output") not in ("table", "json"):
+            raise ctx.fail(
+                2, f'Error: invalid argument "{p.get("output")}" for "-o, --output" flag: must be table or json'
+            )
         if cmd in MUTATING:
             ctx.mutating = True
             ctx.dry_run = bool(p.get("dry_run"))

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from suite.emulators.documents import load_json
+
 
 class HCLError(Exception):
     def __init__(self, summary: str, detail: str, filename: str = "", line: int = 0) -> None:
@@ -531,7 +533,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "join": lambda sep, lst: sep.join(_fmt(x) for x in lst),
     "split": lambda sep, s: s.split(sep),
     "jsonencode": lambda v: json.dumps(v, separators=(",", ":")),
-    "jsondecode": lambda s: json.loads(s),
+    "jsondecode": lambda s: load_json(s),
     "lookup": lambda m, k, *d: m.get(k, d[0] if d else None),
     "contains": lambda lst, v: v in lst,
     "coalesce": lambda *vs: next((v for v in vs if v not in (None, "")), None),

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -47,6 +48,7 @@ from suite.emulators.base import (
     parse_gnu,
     parse_time,
 )
+from suite.emulators.documents import DocumentError, load_json, load_yaml
 
 SECTION = "helm"
 VERSION = 'version.BuildInfo{Version:"v3.14.4", GitCommit:"81c902a123462fd4052bc5e9aa9c513c4c8fc142", GitTreeState:"clean", GoVersion:"go1.21.9"}'
@@ -154,10 +156,131 @@ def _ctime(t: str) -> str:
     return parse_time(t).strftime("%a %b %e %H:%M:%S %Y")
 
 
+def _semver(v: str) -> tuple[int, ...]:
+    return tuple(int(x) if x.isdigit() else 0 for x in re.split(r"[.+-]", v.lstrip("v"))[:3])
+
+
 def _table(rows: list[list[str]]) -> str:
     """helm's uitable output: cells padded to the column width and separated by a tab."""
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     return "\n".join("\t".join(r[c].ljust(widths[c]) for c in range(len(r))).rstrip() for r in rows)
+
+
+HELP = """The Kubernetes package manager
+
+Common actions for Helm:
+
+- helm search:    search for charts
+- helm pull:      download a chart to your local directory to view
+- helm install:   upload the chart to Kubernetes
+- helm list:      list releases of charts
+
+Usage:
+  helm [command]
+
+Available Commands:
+  dependency  manage a chart's dependencies
+  env         helm client environment information
+  get         download extended information of a named release
+  history     fetch release history
+  install     install a chart
+  lint        examine a chart for possible issues
+  list        list releases
+  package     package a chart directory into a chart archive
+  pull        download a chart from a repository and (optionally) unpack it in local directory
+  push        push a chart to remote
+  repo        add, list, remove, update, and index chart repositories
+  rollback    roll back a release to a previous revision
+  search      search for a keyword in charts
+  show        show information of a chart
+  status      display the status of the named release
+  template    locally render templates
+  uninstall   uninstall a release
+  upgrade     upgrade a release
+  version     print the client version information
+
+Flags:
+      --burst-limit int                 client-side default throttling limit (default 100)
+      --debug                           enable verbose output
+  -h, --help                            help for helm
+      --kube-context string             name of the kubeconfig context to use
+      --kubeconfig string               path to the kubeconfig file
+  -n, --namespace string                namespace scope for this request
+      --registry-config string          path to the registry config file (default "~/.config/helm/registry/config.json")
+      --repository-cache string         path to the file containing cached repository indexes (default "~/.cache/helm/repository")
+      --repository-config string        path to the file containing repository names and URLs (default "~/.config/helm/repositories.yaml")
+
+Use "helm [command] --help" for more information about a command.
+"""
+# `helm COMMAND --help`: the first paragraph and usage line of helm.sh/docs/helm/helm_<command>/.
+COMMAND_HELP: dict[str, tuple[str, str]] = {
+    "list": (
+        "This command lists all of the releases for a specified namespace (uses current namespace context if namespace not\nspecified).",
+        "helm list [flags]",
+    ),
+    "status": (
+        "This command shows the status of a named release.",
+        "helm status RELEASE_NAME [flags]",
+    ),
+    "history": ("History prints historical revisions for a given release.", "helm history RELEASE_NAME [flags]"),
+    "get": (
+        "This command consists of multiple subcommands which can be used to\nget extended information about the release, including:",
+        "helm get [command]",
+    ),
+    "upgrade": (
+        "This command upgrades a release to a new version of a chart.\n\nThe upgrade arguments must be a release and chart. The chart argument can be either: a chart\nreference('example/mariadb'), a path to a chart directory, a packaged chart, or a fully qualified\nURL.",
+        "helm upgrade [RELEASE] [CHART] [flags]",
+    ),
+    "install": (
+        "This command installs a chart archive.\n\nThe install argument must be a chart reference, a path to a packaged chart,\na path to an unpacked chart directory or a URL.",
+        "helm install [NAME] [CHART] [flags]",
+    ),
+    "rollback": (
+        "This command rolls back a release to a previous revision.\n\nThe first argument of the rollback command is the name of a release, and the\nsecond is a revision (version) number. If this argument is omitted or set to\n0, it will roll back to the previous release.",
+        "helm rollback <RELEASE> [REVISION] [flags]",
+    ),
+    "uninstall": (
+        "This command takes a release name and uninstalls the release.",
+        "helm uninstall RELEASE_NAME [...] [flags]",
+    ),
+    "repo": (
+        "This command consists of multiple subcommands to interact with chart repositories.",
+        "helm repo [command]",
+    ),
+    "search": (
+        "Search provides the ability to search for Helm charts in the various places\nthey can be stored.",
+        "helm search [command]",
+    ),
+    "show": (
+        "This command consists of multiple subcommands to display information about a chart",
+        "helm show [command]",
+    ),
+    "template": ("Render chart templates locally and display the output.", "helm template [NAME] [CHART] [flags]"),
+    "lint": (
+        "This command takes a path to a chart and runs a series of tests to verify that\nthe chart is well-formed.",
+        "helm lint PATH [flags]",
+    ),
+    "version": ("Show the version for Helm.", "helm version [flags]"),
+    "env": ("Env prints out all the environment information in use by Helm.", "helm env [flags]"),
+}
+
+
+def command_help(cmd: str) -> str:
+    summary, usage = COMMAND_HELP.get(cmd, (f"helm {cmd}", f"helm {cmd} [flags]"))
+    lines = [summary, "", "Usage:", f"  {usage}", "", "Flags:"]
+    for o in sorted(COMMANDS_OPTS.get(cmd, []), key=lambda o: o.names[-1]):
+        short = next((n for n in o.names if len(n) == 2), "")
+        long = next(n for n in o.names if n.startswith("--"))
+        kind = {"bool": "", "list": " stringArray", "int": " int"}.get(o.kind, " string")
+        lines.append(f"  {short + ',' if short else '   '} {long}{kind}")
+    lines.append(f"  -h, --help   help for {cmd}")
+    lines += [
+        "",
+        "Global Flags:",
+        "      --debug                           enable verbose output",
+        "  -n, --namespace string                namespace scope for this request",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 GLOBAL = [
@@ -378,7 +501,8 @@ class _H:
                     continue
             elif status not in ("deployed", "failed"):
                 continue
-            if p.get("filter") and p.get("filter") not in rel["name"]:
+            # --filter is a Go regular expression matched against the release name (helm_list).
+            if p.get("filter") and not self._filter(p.get("filter")).search(rel["name"]):
                 continue
             self.ctx.saw(self.oid(rel))
             chart = f"{last['chart']}-{last['version']}"
@@ -419,6 +543,12 @@ class _H:
             if not rows:
                 return
         self.ctx.out(_table(rows))
+
+    def _filter(self, pattern: str) -> re.Pattern[str]:
+        try:
+            return re.compile(pattern)
+        except re.error as exc:
+            raise self.ctx.fail(1, f"Error: error parsing regexp: {exc.msg}: `{pattern}`") from None
 
     def _rel_or_fail(self, name: str, prefix: str = "Error: release: not found") -> dict[str, Any]:
         rel = self.find(name)
@@ -590,12 +720,21 @@ class _H:
             raise self.ctx.fail(1, 'Error: unknown command "' + (args[0] if args else "") + '" for "helm search"')
         term = args[1] if len(args) > 1 else ""
         rows = [["NAME", "CHART VERSION", "APP VERSION", "DESCRIPTION"]]
+        data = []
         for key, versions in sorted(self.section.get("charts", {}).items()):
-            if term in key:
-                for v in sorted(versions, reverse=True)[: None if self.p.get("versions") else 1]:
-                    rows.append(
-                        [key, v, str(versions[v].get("app_version", v)), str(versions[v].get("description", ""))]
-                    )
+            if term.lower() in key.lower():
+                ordered = sorted(versions, key=_semver, reverse=True)
+                for v in ordered[: None if self.p.get("versions") else 1]:
+                    # `helm create`'s default description, for charts authored without one.
+                    desc = str(versions[v].get("description", "A Helm chart for Kubernetes"))
+                    rows.append([key, v, str(versions[v].get("app_version", v)), desc])
+                    data.append({"name": key, "version": v, "app_version": rows[-1][2], "description": desc})
+        if self.p.get("output") in ("json", "yaml"):
+            self.ctx.out(
+                json.dumps(data) if self.p.get("output") == "json" else yaml.safe_dump(data, sort_keys=False),
+                end="\n" if self.p.get("output") == "json" else "",
+            )
+            return
         if len(rows) == 1:
             self.ctx.out("No results found")
             return
@@ -688,11 +827,16 @@ class _H:
                 raise self.ctx.fail(1, f"Error: repo {repo_key.split('/')[0]} not found")
             raise self.ctx.fail(1, f'Error: path "{ref}" not found')
         try:
-            meta = yaml.safe_load(chart_yaml.content or "") or {}
-            values = yaml.safe_load(values_yaml.content or "") or {} if not values_yaml.error else {}
-        except yaml.YAMLError as exc:
+            meta = load_yaml(chart_yaml.content or "") or {}
+        except DocumentError as exc:
             raise self.ctx.fail(
-                1, f"Error: cannot load Chart.yaml: error converting YAML to JSON: {str(exc).splitlines()[0]}"
+                1, f"Error: cannot load Chart.yaml: error converting YAML to JSON: yaml: {exc.located}"
+            ) from None
+        try:
+            values = load_yaml(values_yaml.content or "") or {} if not values_yaml.error else {}
+        except DocumentError as exc:
+            raise self.ctx.fail(
+                1, f"Error: cannot load values.yaml: error converting YAML to JSON: yaml: {exc.located}"
             ) from None
         if not isinstance(meta, dict) or not meta.get("name") or not meta.get("version"):
             raise self.ctx.fail(
@@ -717,10 +861,10 @@ class _H:
             if f.error:
                 raise self.ctx.fail(1, f"Error: open {path}: no such file or directory")
             try:
-                data = yaml.safe_load(f.content or "") or {}
-            except yaml.YAMLError as exc:
+                data = load_yaml(f.content or "") or {}
+            except DocumentError as exc:
                 raise self.ctx.fail(
-                    1, f"Error: failed to parse {path}: error converting YAML to JSON: {str(exc).splitlines()[0]}"
+                    1, f"Error: failed to parse {path}: error converting YAML to JSON: yaml: {exc.located}"
                 ) from None
             if not isinstance(data, dict):
                 raise self.ctx.fail(
@@ -737,8 +881,8 @@ class _H:
                     value: Any = raw
                     if typed is None:
                         try:
-                            value = json.loads(raw)
-                        except ValueError:
+                            value = load_json(raw)
+                        except DocumentError:
                             raise self.ctx.fail(1, f"Error: failed parsing --set-json data {item}") from None
                     elif typed:
                         value = _typed(raw)
@@ -811,6 +955,8 @@ class _H:
                 "description": "Dry run complete",
             }
             if first:
+                if not install_only:
+                    self.ctx.out(f'Release "{name}" does not exist. Installing it now.')
                 self.ctx.out(
                     f"NAME: {name}\nLAST DEPLOYED: {_ctime(rev['updated'])}\nNAMESPACE: {self.ns}\nSTATUS: {rev['status']}\nREVISION: {revision}\nTEST SUITE: None\nHOOKS:\nMANIFEST:"
                 )
@@ -989,9 +1135,10 @@ def run(state: dict[str, Any], call: Call) -> Result:
         cmd = argv.pop(i)
         break
     if not cmd:
-        ctx.out(
-            "The Kubernetes package manager\n\nUsage:\n  helm [command]\n\nAvailable Commands:\n  get         download extended information of a named release\n  history     fetch release history\n  install     install a chart\n  lint        examine a chart for possible issues\n  list        list releases\n  repo        add, list, remove, update, and index chart repositories\n  rollback    roll back a release to a previous revision\n  search      search for a keyword in charts\n  show        show information of a chart\n  status      display the status of the named release\n  template    locally render templates\n  uninstall   uninstall a release\n  upgrade     upgrade a release\n  version     print the client version information"
-        )
+        bad = [a for a in argv if a.startswith("-") and a not in ("-h", "--help", "--debug")]
+        if bad and not any(a in values_flags for a in argv):
+            return ctx.finish(ctx.fail(1, f"Error: unknown flag: {bad[0]}"))
+        ctx.out(HELP, end="")
         return ctx.result(0)
     cmd = ALIASES.get(cmd, cmd)
     if cmd not in COMMANDS_OPTS:
@@ -1003,8 +1150,14 @@ def run(state: dict[str, Any], call: Call) -> Result:
     except ArgError as e:
         return ctx.finish(ctx.fail(1, _arg_error(e)))
     if parsed.get("help"):
-        ctx.out(f"Usage:\n  helm {cmd} [flags]")
+        ctx.out(command_help(cmd), end="")
         return ctx.result(0)
+    output = parsed.get("output")
+    if "output" in parsed.given and output not in ("table", "json", "yaml"):
+        # pflag's message for a value its format type refuses (helm's output.Format Set()).
+        return ctx.finish(
+            ctx.fail(1, f'Error: invalid argument "{output}" for "-o, --output" flag: invalid format type')
+        )
     try:
         _H(ctx, cmd, parsed).run()
     except ToolExit as exc:

@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+from suite.emulators.documents import DocumentError, load_json
+
 
 class JMESPathError(ValueError):
     pass
@@ -57,8 +59,8 @@ def _tokens(expr: str) -> list[tuple[str, Any]]:
         elif kind == "lit":
             body = text[1:-1].replace("\\`", "`")
             try:
-                out.append(("lit", json.loads(body)))
-            except ValueError:
+                out.append(("lit", load_json(body)))
+            except DocumentError:
                 out.append(("lit", body))
         else:
             out.append((text, text))

@@ -42,9 +42,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-import yaml
-
 from suite.emulators.base import (
+    MAX_FILE,
     ArgError,
     Call,
     Ctx,
@@ -63,6 +62,7 @@ from suite.emulators.base import (
     to_yaml,
     uuid_like,
 )
+from suite.emulators.documents import DocumentError, load_yaml, load_yaml_all
 
 SECTION = "kubernetes"
 CLIENT_VERSION = "v1.29.4"
@@ -117,6 +117,8 @@ KINDS = [
     Kind("NetworkPolicy", "networkpolicies", ["netpol"], True, "networking.k8s.io/v1"),
     Kind("HorizontalPodAutoscaler", "horizontalpodautoscalers", ["hpa"], True, "autoscaling/v2", "hpa"),
     Kind("PodDisruptionBudget", "poddisruptionbudgets", ["pdb"], True, "policy/v1", "pdb"),
+    # Every cluster serves events; `kubectl get events` is among the first things agents run.
+    Kind("Event", "events", ["ev"], True, "v1", "event"),
 ]
 BY_KIND = {k.kind: k for k in KINDS}
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
@@ -132,6 +134,51 @@ ALL_KINDS = (
     "CronJob",
     "Job",
 )
+
+
+# The fields the API server lets a field selector use, beyond metadata.name and
+# metadata.namespace (kubernetes.io/docs/concepts/overview/working-with-objects/field-selectors/,
+# "List of supported fields"). These kinds register their own field-label conversion, so an
+# unknown field is "field label not supported: X"; every other kind answers with the generic
+# "is not a known field selector" message.
+FIELD_SELECTORS: dict[str, tuple[str, ...]] = {
+    "Pod": (
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.podIPs",
+        "status.nominatedNodeName",
+    ),
+    "Node": ("spec.unschedulable",),
+    "Secret": ("type",),
+    "Namespace": ("status.phase",),
+    "ReplicaSet": ("status.replicas",),
+    "Job": ("status.successful",),
+    "Event": (
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ),
+}
+# Defaults the API server fills into a pod spec, which field selectors see.
+POD_FIELD_DEFAULTS = {
+    "spec.restartPolicy": "Always",
+    "spec.schedulerName": "default-scheduler",
+    "spec.serviceAccountName": "default",
+    "spec.hostNetwork": False,
+}
 
 
 def lookup_kind(name: str) -> Kind | None:
@@ -264,7 +311,19 @@ def state_problems(section: Any) -> list[str]:
                 problems.append(f"{where}: {k.kind} {name!r} is declared twice")
             seen.add(key)
             for extra in o:
-                if extra not in ("apiVersion", "kind", "metadata", "spec", "data", "stringData", "type", "emulator"):
+                allowed: tuple[str, ...] = (
+                    "apiVersion",
+                    "kind",
+                    "metadata",
+                    "spec",
+                    "data",
+                    "stringData",
+                    "type",
+                    "emulator",
+                )
+                if k.kind == "Event":
+                    allowed += ("involvedObject", "reason", "message", "source", "count")
+                if extra not in allowed:
                     problems.append(f"{where}.{extra}: unknown top-level key")
     return problems
 
@@ -524,6 +583,10 @@ def _ports(svc: dict[str, Any]) -> str:
     return ",".join(parts) or "<none>"
 
 
+def _pod_ip(name: str) -> str:
+    return f"10.42.{int(short_hash(name, length=2), 16) % 250}.{int(short_hash(name, 'b', length=2), 16) % 250}"
+
+
 def _row(cluster: dict[str, Any], o: dict[str, Any], now: datetime, wide: bool) -> tuple[list[str], list[str]]:
     """(header, row) for one object in kubectl's default printer."""
     k = _kind_of(o)
@@ -536,7 +599,7 @@ def _row(cluster: dict[str, Any], o: dict[str, Any], now: datetime, wide: bool) 
         head = ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
         row = [name, f"{ready}/{total}", o.get("emulator", {}).get("status", "Running"), _restarts(o, now), age]
         if wide:
-            ip = f"10.42.{int(short_hash(name, length=2), 16) % 250}.{int(short_hash(name, 'b', length=2), 16) % 250}"
+            ip = _pod_ip(name) if spec.get("nodeName") else "<none>"
             head += ["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
             row += [ip, spec.get("nodeName") or "<none>", "<none>", "<none>"]
         return head, row
@@ -655,6 +718,12 @@ def _row(cluster: dict[str, Any], o: dict[str, Any], now: datetime, wide: bool) 
             str(em.get("replicas", spec.get("minReplicas", 1))),
             age,
         ]
+    if c == "event":
+        em = o.get("emulator") or {}
+        ref = o.get("involvedObject") or {}
+        head = ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+        obj = f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
+        return head, [em.get("last_seen", age), o.get("type", "Normal"), o.get("reason", ""), obj, o.get("message", "")]
     if c == "pdb":
         head = ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
         return head, [name, str(spec.get("minAvailable", "N/A")), str(spec.get("maxUnavailable", "N/A")), "1", age]
@@ -712,6 +781,7 @@ def _public(o: dict[str, Any], cluster: dict[str, Any], now: datetime) -> dict[s
         phase = "Running" if status in ("Running", "CrashLoopBackOff", "Error") else status
         out["status"] = {
             "phase": phase,
+            **({"podIP": _pod_ip(o["metadata"]["name"])} if o["spec"].get("nodeName") else {}),
             "containerStatuses": [
                 {
                     "name": c["name"],
@@ -739,6 +809,55 @@ def _public(o: dict[str, Any], cluster: dict[str, Any], now: datetime) -> dict[s
     elif k.kind == "Namespace":
         out["status"] = {"phase": "Active"}
     return out
+
+
+def _fields_v1(value: Any, depth: int = 0) -> dict[str, Any]:
+    """The FieldsV1 set of a value (``f:<field>`` per key), a few levels deep as the server keeps it."""
+    if not isinstance(value, dict) or depth > 3:
+        return {}
+    out: dict[str, Any] = {".": {}} if depth else {}
+    for key, sub in value.items():
+        out[f"f:{key}"] = _fields_v1(sub, depth + 1)
+    return out
+
+
+def _managed_fields(o: dict[str, Any]) -> list[dict[str, Any]]:
+    """``metadata.managedFields`` as the API server records it (shown with --show-managed-fields).
+
+    The emulator keeps no field ownership, so the entries are derived: the writer of the object's
+    spec (``kubectl-client-side-apply`` when it was applied, else ``kubectl-create``) and, for
+    workloads, the controller manager owning ``status``.
+    """
+    k = _kind_of(o)
+    meta = o["metadata"]
+    applied = LAST_APPLIED in (meta.get("annotations") or {})
+    body: dict[str, Any] = {key: o[key] for key in ("spec", "data", "type") if key in o}
+    body["metadata"] = {key: meta[key] for key in ("labels", "annotations") if meta.get(key)}
+    entries = [
+        {
+            "apiVersion": k.api,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": _fields_v1(body),
+            "manager": "kubectl-client-side-apply" if applied else "kubectl-create",
+            "operation": "Update",
+            "time": meta["creationTimestamp"],
+        }
+    ]
+    if k.kind in WORKLOADS or k.kind == "Pod":
+        entries.append(
+            {
+                "apiVersion": k.api,
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {
+                    "f:status": {".": {}, "f:observedGeneration": {}} if k.kind != "Pod" else {".": {}, "f:phase": {}}
+                },
+                "manager": "kube-controller-manager" if k.kind != "Pod" else "kubelet",
+                "operation": "Update",
+                "subresource": "status",
+                "time": meta["creationTimestamp"],
+            }
+        )
+    return entries
 
 
 def _name_ref(o: dict[str, Any]) -> str:
@@ -870,6 +989,11 @@ VERBS: dict[str, list[Opt]] = {
         opt("-L", "--label-columns", kind="list"),
         opt("--ignore-not-found", kind="bool"),
         opt("--chunk-size"),
+        opt("--show-managed-fields", kind="bool"),
+        opt("--show-kind", kind="bool"),
+        opt("--output-watch-events", kind="bool"),
+        opt("--raw"),
+        opt("--subresource"),
     ],
     "describe": [SELECTOR, ALLNS, FILENAME, RECURSIVE, opt("--show-events", kind="bool")],
     "delete": [
@@ -1065,6 +1189,243 @@ MUTATING = {
 }
 MUTATING_ROLLOUT = {"restart", "undo", "pause", "resume"}
 
+# `kubectl VERB --help`: kubectl's layout (a summary, examples, options with their defaults,
+# usage) for the verbs agents ask about; texts follow the kubectl reference pages
+# (kubernetes.io/docs/reference/kubectl/generated/kubectl_<verb>/).
+VERB_HELP: dict[str, tuple[str, str, str]] = {
+    "get": (
+        "Display one or many resources.\n\n Prints a table of the most important information about the specified resources. You can filter\nthe list using a label selector and the --selector flag. If the desired resource type is\nnamespaced you will only see results in your current namespace unless you pass --all-namespaces.",
+        "  # List all pods in ps output format\n  kubectl get pods\n\n  # List all pods in ps output format with more information (such as node name)\n  kubectl get pods -o wide\n\n  # List the pods scheduled on one node\n  kubectl get pods --field-selector spec.nodeName=node-1",
+        "kubectl get [(-o|--output=)json|yaml|name|go-template|go-template-file|template|templatefile|jsonpath|jsonpath-as-json|jsonpath-file|custom-columns|custom-columns-file|wide] (TYPE[.VERSION][.GROUP] [NAME | -l label] | TYPE[.VERSION][.GROUP]/NAME ...) [flags]",
+    ),
+    "describe": (
+        "Show details of a specific resource or group of resources.",
+        "  # Describe a node\n  kubectl describe nodes kubernetes-node-emt8.c.myproject.internal\n\n  # Describe a pod\n  kubectl describe pods/nginx",
+        "kubectl describe (-f FILENAME | TYPE [NAME_PREFIX | -l label] | TYPE/NAME)",
+    ),
+    "delete": (
+        "Delete resources by file names, stdin, resources and names, or by resources and label selector.",
+        "  # Delete a pod with minimal delay\n  kubectl delete pod foo --now\n\n  # Delete pods and services with label name=myLabel\n  kubectl delete pods,services -l name=myLabel",
+        "kubectl delete ([-f FILENAME] | [-k DIRECTORY] | TYPE [(NAME | -l label | --all)])",
+    ),
+    "apply": (
+        "Apply a configuration to a resource by file name or stdin. The resource name must be specified. This resource will be\ncreated if it doesn't exist yet. To use 'apply', always create the resource initially with either 'apply' or 'create\n--save-config'.",
+        "  # Apply the configuration in pod.json to a pod\n  kubectl apply -f ./pod.json\n\n  # Apply the JSON passed into stdin to a pod\n  cat pod.json | kubectl apply -f -",
+        "kubectl apply (-f FILENAME | -k DIRECTORY)",
+    ),
+    "create": (
+        "Create a resource from a file or from stdin.\n\n JSON and YAML formats are accepted.",
+        "  # Create a pod using the data in pod.json\n  kubectl create -f ./pod.json",
+        "kubectl create -f FILENAME",
+    ),
+    "scale": (
+        "Set a new size for a deployment, replica set, replication controller, or stateful set.",
+        "  # Scale a replica set named 'foo' to 3\n  kubectl scale --replicas=3 rs/foo",
+        "kubectl scale [--resource-version=version] [--current-replicas=count] --replicas=COUNT (-f FILENAME | TYPE NAME)",
+    ),
+    "rollout": (
+        "Manage the rollout of one or many resources.",
+        "  # Rollback to the previous deployment\n  kubectl rollout undo deployment/abc\n\n  # Check the rollout status of a daemonset\n  kubectl rollout status daemonset/foo",
+        "kubectl rollout SUBCOMMAND",
+    ),
+    "logs": (
+        "Print the logs for a container in a pod or specified resource. If the pod has only one container, the container name is\noptional.",
+        "  # Return snapshot logs from pod nginx with only one container\n  kubectl logs nginx\n\n  # Display only the most recent 20 lines of output in pod nginx\n  kubectl logs --tail=20 nginx",
+        "kubectl logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]",
+    ),
+    "drain": (
+        "Drain node in preparation for maintenance.\n\n The given node will be marked unschedulable to prevent new pods from arriving. 'drain' evicts the pods if the API\nserver supports https://kubernetes.io/docs/concepts/workloads/pods/disruptions/ eviction.",
+        '  # Drain node "foo", even if there are pods not managed by a replication controller, replica set, job, daemon set, or\nstateful set on it\n  kubectl drain foo --force',
+        "kubectl drain NODE",
+    ),
+    "cordon": (
+        "Mark node as unschedulable.",
+        '  # Mark node "foo" as unschedulable\n  kubectl cordon foo',
+        "kubectl cordon NODE",
+    ),
+    "uncordon": (
+        "Mark node as schedulable.",
+        '  # Mark node "foo" as schedulable\n  kubectl uncordon foo',
+        "kubectl uncordon NODE",
+    ),
+    "patch": (
+        "Update fields of a resource using strategic merge patch, a JSON merge patch, or a JSON patch.",
+        '  # Partially update a node using a strategic merge patch, specifying the patch as JSON\n  kubectl patch node k8s-node-1 -p \'{"spec":{"unschedulable":true}}\'',
+        "kubectl patch (-f FILENAME | TYPE NAME) [-p PATCH|--patch-file FILE]",
+    ),
+    "label": (
+        "Update the labels on a resource.",
+        "  # Update pod 'foo' with the label 'unhealthy' and the value 'true'\n  kubectl label pods foo unhealthy=true",
+        "kubectl label [--overwrite] (-f FILENAME | TYPE NAME) KEY_1=VAL_1 ... KEY_N=VAL_N [--resource-version=version]",
+    ),
+    "annotate": (
+        "Update the annotations on one or more resources.",
+        "  # Update pod 'foo' with the annotation 'description' and the value 'my frontend'\n  kubectl annotate pods foo description='my frontend'",
+        "kubectl annotate [--overwrite] (-f FILENAME | TYPE NAME) KEY_1=VAL_1 ... KEY_N=VAL_N [--resource-version=version]",
+    ),
+    "edit": (
+        "Edit a resource from the default editor.",
+        "  # Edit the service named 'registry'\n  kubectl edit svc/registry",
+        "kubectl edit (RESOURCE/NAME | -f FILENAME)",
+    ),
+    "set": (
+        "Configure application resources.\n\n These commands help you make changes to existing application resources.",
+        "  # Set a deployment's nginx container image to 'nginx:1.9.1'\n  kubectl set image deployment/nginx nginx=nginx:1.9.1",
+        "kubectl set SUBCOMMAND",
+    ),
+    "run": (
+        "Create and run a particular image in a pod.",
+        "  # Start a nginx pod\n  kubectl run nginx --image=nginx",
+        'kubectl run NAME --image=image [--env="key=value"] [--port=port] [--dry-run=server|client] [--overrides=inline-json] [--command] -- [COMMAND] [args...]',
+    ),
+    "config": (
+        'Modify kubeconfig files using subcommands like "kubectl config set current-context my-context".',
+        "",
+        "kubectl config SUBCOMMAND",
+    ),
+    "version": (
+        "Print the client and server version information for the current context.",
+        "  # Print the client and server versions for the current context\n  kubectl version",
+        "kubectl version [flags]",
+    ),
+    "diff": (
+        "Diff configurations specified by file name or stdin between the current online configuration, and the configuration as\nit would be if applied.",
+        "  # Diff resources included in pod.json\n  kubectl diff -f pod.json",
+        "kubectl diff -f FILENAME",
+    ),
+    "exec": (
+        "Execute a command in a container.",
+        "  # Get output from running the 'date' command from pod mypod, using the first container by default\n  kubectl exec mypod -- date",
+        "kubectl exec (POD | TYPE/NAME) [-c CONTAINER] [flags] -- COMMAND [args...]",
+    ),
+    "wait": (
+        "Experimental: Wait for a specific condition on one or many resources.",
+        '  # Wait for the pod "busybox1" to contain the status condition of type "Ready"\n  kubectl wait --for=condition=Ready pod/busybox1',
+        "kubectl wait ([-f FILENAME] | resource.group/resource.name | resource.group [(-l label | --all)]) [--for=create|--for=delete|--for condition=available|--for=jsonpath='{}'[=value]]",
+    ),
+    "top": ("Display resource (CPU/memory) usage.", "", "kubectl top [flags]"),
+    "explain": (
+        "Describe fields and structure of various resources.",
+        "  # Get the documentation of the resource and its fields\n  kubectl explain pods",
+        "kubectl explain TYPE [--recursive=FALSE|TRUE] [--api-version=api-version-group] [--output=plaintext|plaintext-openapiv2]",
+    ),
+    "api-resources": (
+        "Print the supported API resources on the server.",
+        "  # Print the supported API resources\n  kubectl api-resources",
+        "kubectl api-resources [flags]",
+    ),
+    "auth": ("Inspect authorization.", "", "kubectl auth [flags]"),
+    "cluster-info": (
+        "Display addresses of the control plane and services with label kubernetes.io/cluster-service=true.",
+        "  # Print the address of the control plane and cluster services\n  kubectl cluster-info",
+        "kubectl cluster-info [flags]",
+    ),
+}
+# One-line descriptions of the flags `--help` lists (abridged from the reference pages).
+FLAG_HELP: dict[str, str] = {
+    "output": "Output format. One of: (json, yaml, name, go-template, go-template-file, template, templatefile, jsonpath,\n\tjsonpath-as-json, jsonpath-file, custom-columns, custom-columns-file, wide).",
+    "selector": "Selector (label query) to filter on, supports '=', '==', '!=', 'in', 'notin'.(e.g. -l key1=value1,key2=value2). Matching\n\tobjects must satisfy all of the specified label constraints.",
+    "field_selector": "Selector (field query) to filter on, supports '=', '==', and '!='.(e.g. --field-selector\n\tkey1=value1,key2=value2). The server only supports a limited number of field queries per type.",
+    "all_namespaces": "If present, list the requested object(s) across all namespaces. Namespace in current context is ignored even\n\tif specified with --namespace.",
+    "label_columns": "Accepts a comma separated list of labels that are going to be presented as columns. Names are case-sensitive.\n\tYou can also use multiple flag options like -L label1 -L label2...",
+    "show_labels": "When printing, show all labels as the last column (default hide labels column)",
+    "show_managed_fields": "If true, keep the managedFields when printing objects in JSON or YAML format.",
+    "no_headers": "When using the default or custom-column output format, don't print headers (default print headers).",
+    "sort_by": "If non-empty, sort list types using this field specification.  The field specification is expressed as a\n\tJSONPath expression (e.g. '{.metadata.name}').",
+    "dry_run": 'Must be "none", "server", or "client". If client strategy, only print the object that would be sent, without\n\tsending it. If server strategy, submit server-side request without persisting the resource.',
+    "filename": "Filename, directory, or URL to files containing the resource to act on.",
+    "recursive": "Process the directory used in -f, --filename recursively.",
+    "force": "If true, immediately remove resources from API and bypass graceful deletion.",
+    "grace_period": "Period of time in seconds given to the resource to terminate gracefully. Ignored if negative.",
+    "ignore_not_found": 'Treat "resource not found" as a successful delete. Defaults to "true" when --all is specified.',
+    "all": "Delete all resources, in the namespace of the specified resource types.",
+    "replicas": "The new desired number of replicas. Required.",
+    "ignore_daemonsets": "Ignore DaemonSet-managed pods.",
+    "delete_emptydir_data": "Continue even if there are pods using emptyDir (local data that will be deleted when the node is drained).",
+    "tail": "Lines of recent log file to display. Defaults to -1 with no selector, showing all log lines otherwise 10, if a\n\tselector is provided.",
+    "previous": "If true, print the logs for the previous instance of the container in a pod if it exists.",
+    "follow": "Specify if the logs should be streamed.",
+    "container": "Print the logs of this container",
+    "patch": "The patch to be applied to the resource JSON file.",
+    "type": "The type of patch being provided; one of [json merge strategic]",
+    "overwrite": "If true, allow labels to be overwritten, otherwise reject label updates that overwrite existing labels.",
+    "watch": "After listing/getting the requested object, watch for changes.",
+    "server_side": "If true, apply runs in the server instead of the client.",
+    "prune": "Automatically delete resource objects, that do not appear in the configs and are created by either apply or\n\tcreate --save-config. Should be used with either -l or --all.",
+    "client": "If true, shows client version only (no server required).",
+    "cascade": 'Must be "background", "orphan", or "foreground". Selects the deletion cascading strategy for the dependents\n\t(e.g. Pods created by a ReplicationController). Defaults to background.',
+    "interactive": "If true, delete resource only when user confirms.",
+    "now": "If true, resources are signaled for immediate shutdown (same as --grace-period=1).",
+    "wait": "If true, wait for resources to be gone before returning. This waits for finalizers.",
+    "timeout": "The length of time to wait before giving up, zero means infinite",
+    "kustomize": "Process a kustomization directory. This flag can't be used together with -f or -R.",
+    "validate": "Must be one of: strict (or true), warn, ignore (or false).",
+    "field_manager": "Name of the manager used to track field ownership.",
+    "force_conflicts": "If true, server-side apply will force the changes against conflicts.",
+    "current_replicas": "Precondition for current size. Requires that the current size of the resource match this value in order to\n\tscale. -1 (default) for no condition.",
+    "to_revision": "The revision to rollback to. Default to 0 (last revision).",
+    "revision": "See the details, including podTemplate of the revision specified",
+    "image": "Image names to run. A deployment can have multiple images set for multi-container pod.",
+    "from_literal": "Specify a key and literal value to insert in configmap (i.e. mykey=somevalue)",
+    "from_file": "Key file can be specified using its file path, in which case file basename will be used as configmap key.",
+    "save_config": "If true, the configuration of current object will be saved in its annotation.",
+    "show_events": "If true, display events related to the described object.",
+    "disable_eviction": "Force drain to use delete, even if eviction is supported.",
+    "pod_selector": "Label selector to filter pods on the node",
+    "since": "Only return logs newer than a relative duration like 5s, 2m, or 3h. Defaults to all logs.",
+    "timestamps": "Include timestamps on each line in the log output",
+    "all_containers": "Get all containers' logs in the pod(s).",
+    "list": "If true, display the labels for a given resource.",
+    "chunk_size": "Return large lists in chunks rather than all at once. Pass 0 to disable.",
+    "show_kind": "If present, list the resource type for the requested object(s).",
+    "patch_file": "A file containing a patch to be applied to the resource.",
+    "short": "If true, print just the version number.",
+    "namespaced": "If false, non-namespaced resources will be returned, otherwise returning namespaced resources by default.",
+    "api_group": "Limit to resources in the specified API group.",
+    "quiet": "If true, suppress output and just return the exit code.",
+    "stdin": "Pass stdin to the container",
+    "tty": "Stdin is a TTY",
+    "restart": "The restart policy for this Pod.  Legal values [Always, OnFailure, Never].",
+    "for": "The condition to wait on: [create|delete|condition=condition-name[=condition-value]|jsonpath='{JSONPath\n\texpression}'=[JSONPath value]].",
+}
+
+
+def _opt_default(o: Opt) -> str:
+    if o.kind == "bool":
+        return "true" if o.default else "false"
+    if o.kind == "list":
+        return "[]"
+    if o.kind in ("int", "count"):
+        return str(o.default if o.default is not None else 0)
+    if o.dest == "dry_run":
+        return "'none'"
+    return f"'{o.default or ''}'"
+
+
+def verb_help(verb: str) -> str:
+    summary, examples, usage = VERB_HELP.get(verb, (f"kubectl {verb}.", "", f"kubectl {verb} [flags]"))
+    parts = [summary, ""]
+    if examples:
+        parts += ["Examples:", examples, ""]
+    opts = sorted(VERBS.get(verb, []), key=lambda o: next(n for n in o.names if n.startswith("--")))
+    if opts:
+        parts.append("Options:")
+        for o in opts:
+            names = ", ".join(sorted(o.names, key=len))
+            parts.append(f"    {names}={_opt_default(o)}:")
+            parts.append(
+                "\t" + FLAG_HELP.get(o.dest, f"See the kubectl reference page for --{o.dest.replace('_', '-')}.")
+            )
+            parts.append("")
+    parts += [
+        "Usage:",
+        f"  {usage} [options]",
+        "",
+        'Use "kubectl options" for a list of global command-line options (applies to all commands).',
+    ]
+    return "\n".join(parts) + "\n"
+
+
 USAGE = """kubectl controls the Kubernetes cluster manager.
 
  Find more information at: https://kubernetes.io/docs/reference/kubectl/
@@ -1258,6 +1619,51 @@ class _K:
             raise self.ctx.fail(1, f"error: unable to parse requirement: found '{term}', expected: identifier")
         return True
 
+    def field_filter(self, k: Kind, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``--field-selector``: evaluated as the API server does, refused as it refuses.
+
+        Only the fields the server indexes for the kind can be used, with ``=``, ``==`` and
+        ``!=``; anything else is a BadRequest naming the field — never ignored, because a
+        pre-drain ``spec.nodeName=...`` check that silently listed every pod would mislead.
+        """
+        raw = (self.p.get("field_selector") or "").strip()
+        if not raw:
+            return objs
+        label = self.p.get("selector") or ""
+        prefix = f'Error from server (BadRequest): Unable to find "{k.plural}" that match label selector "{label}", field selector "{raw}": '
+        terms: list[tuple[str, bool, str]] = []
+        for term in raw.split(","):
+            m = re.match(r"^\s*([A-Za-z][\w.]*)\s*(==|=|!=)\s*([^=!\s]*)\s*$", term)
+            if not m:
+                raise self.ctx.fail(1, prefix + f"invalid selector: '{raw}'; can't understand '{term.strip()}'")
+            field, op, value = m.groups()
+            if field not in ("metadata.name", "metadata.namespace") and field not in FIELD_SELECTORS.get(k.kind, ()):
+                if k.kind in FIELD_SELECTORS:
+                    raise self.ctx.fail(1, prefix + f"field label not supported: {field}")
+                raise self.ctx.fail(
+                    1, prefix + f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+                )
+            terms.append((field, op != "!=", value))
+        out = []
+        for o in objs:
+            public = _public(o, self.cluster, self.now)
+            if all((self._field_value(k, public, f) == v) == eq for f, eq, v in terms):
+                out.append(o)
+        return out
+
+    @staticmethod
+    def _field_value(k: Kind, public: dict[str, Any], field: str) -> str:
+        value: Any = public
+        for part in field.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None and k.kind == "Pod":
+            value = POD_FIELD_DEFAULTS.get(field)
+        if value is None and field == "spec.unschedulable":
+            value = False
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return "" if value is None else str(value)
+
     def read_manifests(self) -> list[dict[str, Any]]:
         docs: list[dict[str, Any]] = []
         for f in self.p.get("filename") or []:
@@ -1283,10 +1689,10 @@ class _K:
                     texts = [(f, data.content or "")]
             for path, text in texts:
                 try:
-                    loaded = list(yaml.safe_load_all(text))
-                except yaml.YAMLError as exc:
+                    loaded = load_yaml_all(text)
+                except DocumentError as exc:
                     raise self.ctx.fail(
-                        1, f"error: error parsing {path}: error converting YAML to JSON: {str(exc).splitlines()[0]}"
+                        1, f"error: error parsing {path}: error converting YAML to JSON: yaml: {exc.located}"
                     ) from None
                 for doc in loaded:
                     if doc is None:
@@ -1459,7 +1865,7 @@ class _K:
                     for o in self.list_kind(k, None if allns or not k.namespaced else self.ns)
                     if self.selector_match(o)
                 ]
-                found.extend(objs)
+                found.extend(self.field_filter(k, objs))
             else:
                 o = self.find(k, name)
                 if o is None:
@@ -1490,6 +1896,9 @@ class _K:
                 self.ctx.out(_name_ref(o))
             return
         public = [_public(o, self.cluster, self.now) for o in found]
+        if self.p.get("show_managed_fields"):
+            for o, shown in zip(found, public, strict=True):
+                shown["metadata"]["managedFields"] = _managed_fields(o)
         if output in ("yaml", "json") or output.startswith(("jsonpath", "custom-columns", "go-template")):
             data: Any = (
                 public[0]
@@ -1532,7 +1941,14 @@ class _K:
                 )
             return
         wide = output == "wide"
-        show_kind = len({o["kind"] for o in found}) > 1 or (len(targets) > 1 and targets[0][1] is None)
+        label_columns = [
+            key.strip() for value in self.p.get("label_columns") or [] for key in value.split(",") if key.strip()
+        ]
+        show_kind = (
+            len({o["kind"] for o in found}) > 1
+            or (len(targets) > 1 and targets[0][1] is None)
+            or bool(self.p.get("show_kind"))
+        )
         groups: dict[str, list[dict[str, Any]]] = {}
         for o in found:
             groups.setdefault(o["kind"], []).append(o)
@@ -1546,12 +1962,15 @@ class _K:
                     row[0] = _name_ref(o)
                 if allns and _kind_of(o).namespaced:
                     row = [o["metadata"]["namespace"], *row]
+                labels = o["metadata"].get("labels") or {}
+                row.extend(labels.get(key, "") for key in label_columns)
                 if self.p.get("show_labels"):
-                    labels = o["metadata"].get("labels") or {}
                     row.append(",".join(f"{a}={b}" for a, b in labels.items()) or "<none>")
                 rows.append(row)
             if allns and BY_KIND[kind_name].namespaced:
                 head = ["NAMESPACE", *head]
+            # kubectl's formatLabelHeaders: the key's last path segment, upper-cased.
+            head = [*head, *(key.rsplit("/", 1)[-1].upper() for key in label_columns)]
             if self.p.get("show_labels"):
                 head = [*head, "LABELS"]
             if not self.p.get("no_headers"):
@@ -1831,7 +2250,7 @@ class _K:
                     if not (p.get("all") or p.get("selector") or p.get("field_selector")):
                         raise self.ctx.fail(1, "error: resource(s) were provided, but no name was specified")
                     ns = None if p.get("all_namespaces") or not k.namespaced else self.ns
-                    victims.extend(o for o in self.list_kind(k, ns) if self.selector_match(o))
+                    victims.extend(self.field_filter(k, [o for o in self.list_kind(k, ns) if self.selector_match(o)]))
                 else:
                     if p.get("all"):
                         raise self.ctx.fail(1, "error: name cannot be provided when a selector is specified")
@@ -1971,13 +2390,57 @@ class _K:
             raise self.ctx.fail(
                 1, "error: Unexpected args: " + str(self.p.args) + "\nSee 'kubectl apply -h' for help and examples"
             )
+        output = self.p.get("output") or ""
+        if output and output not in ("json", "yaml", "name") and not output.startswith("jsonpath="):
+            raise self.ctx.fail(
+                1,
+                f'error: unable to match a printer suitable for the output format "{output}", allowed formats are: json,jsonpath,jsonpath-as-json,jsonpath-file,name,go-template,go-template-file,template,templatefile,yaml',
+            )
+        applied: list[tuple[dict[str, Any], Kind, str, str | None]] = []
         for doc in self.read_manifests():
             k, name, ns = self.doc_target(doc)
             action = self._store_doc(doc, k, name, ns, mode="apply")
+            if output:
+                applied.append((doc, k, name, ns))
+                continue
             suffix = self.dry_suffix() if action != "unchanged" or self.dry != "none" else ""
             self.ctx.out(f"{k.ref}/{name} {action}{suffix}")
         if self.dry == "none":
             self.commit()
+        for i, (doc, k, name, ns) in enumerate(applied):
+            self._print_applied(i, doc, k, name, ns, output)
+
+    def _print_applied(self, i: int, doc: dict[str, Any], k: Kind, name: str, ns: str | None, output: str) -> None:
+        """``apply -o``: the object as applied — or, in a dry run, as it would be sent.
+
+        A client-side dry run prints the manifest kubectl would send (namespace filled in, the
+        last-applied annotation added); otherwise the object as the server returns it.
+        """
+        stored = self.find(k, name, ns)
+        if output == "name":
+            self.ctx.out(f"{k.ref}/{name}")
+            return
+        if self.dry == "none" and stored is not None:
+            view = _public(stored, self.cluster, self.now)
+        else:
+            view = copy.deepcopy(doc)
+            view.pop("status", None)
+            meta = view.setdefault("metadata", {})
+            if ns is not None:
+                meta["namespace"] = ns
+            sent = json.dumps(view, sort_keys=True, separators=(",", ":"))
+            meta.setdefault("annotations", {})[LAST_APPLIED] = sent + "\n"
+            if self.dry == "server":
+                live = stored["metadata"] if stored is not None else {}
+                meta["uid"] = live.get("uid") or uuid_like(self.cname, k.kind, ns, name, "dry-run")
+                meta["creationTimestamp"] = live.get("creationTimestamp") or iso(self.now)
+                meta["resourceVersion"] = live.get("resourceVersion") or str(self.cluster["rv"])
+        if output == "yaml":
+            self.ctx.out(("---\n" if i else "") + to_yaml(view), end="")
+        elif output == "json":
+            self.ctx.out(json.dumps(view, indent=4))
+        else:
+            self.ctx.out(jsonpath("{" + output.split("=", 1)[1].strip("{}") + "}", view), end="")
 
     def do_replace(self) -> None:
         self.ctx.mutating = True
@@ -2154,10 +2617,33 @@ class _K:
                 "restartPolicy": self.p.get("restart") or "Always",
             },
         }
-        self._store_doc(doc, BY_KIND["Pod"], name, self.ns, mode="create")
-        self.ctx.out(f"pod/{name} created{self.dry_suffix()}")
+        if self.dry != "client":
+            self._store_doc(doc, BY_KIND["Pod"], name, self.ns, mode="create")
         if self.dry == "none":
             self.commit()
+        output = self.p.get("output") or ""
+        if output:
+            # `kubectl run --dry-run=client -o yaml` is how pod manifests get written.
+            stored = self.find(BY_KIND["Pod"], name) if self.dry == "none" else None
+            view = _public(stored, self.cluster, self.now) if stored else {**doc, "status": {}}
+            self._print_object(view, output)
+            return
+        self.ctx.out(f"pod/{name} created{self.dry_suffix()}")
+
+    def _print_object(self, view: dict[str, Any], output: str) -> None:
+        if output == "yaml":
+            self.ctx.out(to_yaml(view), end="")
+        elif output == "json":
+            self.ctx.out(json.dumps(view, indent=4))
+        elif output == "name":
+            self.ctx.out(_name_ref(view))
+        elif output.startswith("jsonpath="):
+            self.ctx.out(jsonpath("{" + output.split("=", 1)[1].strip("{}") + "}", view), end="")
+        else:
+            raise self.ctx.fail(
+                1,
+                f'error: unable to match a printer suitable for the output format "{output}", allowed formats are: json,jsonpath,jsonpath-as-json,jsonpath-file,name,go-template,go-template-file,template,templatefile,yaml',
+            )
 
     # scale / rollout / set / label / annotate / patch / edit ----------------------------
 
@@ -2440,11 +2926,9 @@ class _K:
         if ptype not in ("json", "merge", "strategic"):
             raise self.ctx.fail(1, f'error: --type must be one of [json merge strategic], not "{ptype}"')
         try:
-            patch = yaml.safe_load(raw)
-        except yaml.YAMLError:
-            raise self.ctx.fail(
-                1, f'error: unable to parse "{raw}": yaml: did not find expected node content'
-            ) from None
+            patch = load_yaml(raw)
+        except DocumentError as exc:
+            raise self.ctx.fail(1, f'error: unable to parse "{raw[:200]}": yaml: {exc.located}') from None
         for o in self._one_or_more([k.kind for k in KINDS]):
             updated = copy.deepcopy(o)
             body = {k: v for k, v in updated.items() if k != "emulator"}
@@ -2476,11 +2960,19 @@ class _K:
             body["emulator"] = updated.get("emulator", {})
             if not body.get("emulator"):
                 body.pop("emulator")
+            output = self.p.get("output") or ""
             if _canonical(body, self.cname) == _canonical(o, self.cname):
+                if output:
+                    self._print_object(_public(o, self.cluster, self.now), output)
+                    continue
                 self.ctx.out(f"{_name_ref(o)} patched (no change)")
                 continue
             if self.dry == "none":
                 self._replace(o, body)
+            if output:
+                # The patched object as the server returns it (or would, in a dry run).
+                self._print_object(_public(o if self.dry == "none" else body, self.cluster, self.now), output)
+                continue
             self.ctx.out(f"{_name_ref(o)} patched{self.dry_suffix()}")
         if self.dry == "none":
             self.commit()
@@ -2604,10 +3096,10 @@ class _K:
                 self.ctx.declined = True
                 continue
             try:
-                doc = yaml.safe_load(body)
-            except yaml.YAMLError as exc:
+                doc = load_yaml(body)
+            except DocumentError as exc:
                 raise self.ctx.fail(
-                    1, f'error: {o["kind"].lower()}s "{o["metadata"]["name"]}" is invalid: {str(exc).splitlines()[0]}'
+                    1, f'error: {o["kind"].lower()}s "{o["metadata"]["name"]}" is invalid: yaml: {exc.located}'
                 ) from None
             if not isinstance(doc, dict) or doc.get("metadata", {}).get("name") != o["metadata"]["name"]:
                 raise self.ctx.fail(1, "error: At least one of apiVersion, kind and name was changed")
@@ -2768,6 +3260,17 @@ def _arg_error(e: ArgError, verb: str) -> str:
     return f"error: {e}"
 
 
+def input_too_large(call: Call, path: str) -> Result:
+    """A manifest over the cap: what the API server answers a request body over its limit."""
+    shown = "STDIN" if path == "-" else call.shown(path)
+    return Result(
+        stderr=f'Error from server (RequestEntityTooLarge): error when creating "{shown}": '
+        f"Request entity too large: limit is {MAX_FILE}\n",
+        exit_code=1,
+        mutating=call.argv[:1] != ["get"],
+    )
+
+
 def run(state: dict[str, Any], call: Call) -> Result:
     ctx = Ctx(state, call)
     if SECTION not in state:
@@ -2810,9 +3313,7 @@ def run(state: dict[str, Any], call: Call) -> Result:
             ctx.mutating = True
         return ctx.finish(ctx.fail(1, _arg_error(e, verb)))
     if parsed.get("help"):
-        ctx.out(
-            f'Usage:\n  kubectl {verb} [options]\n\nUse "kubectl options" for a list of global command-line options (applies to all commands).'
-        )
+        ctx.out(verb_help(verb), end="")
         return ctx.result(0)
     try:
         k = _K(ctx, verb, parsed)

@@ -222,11 +222,15 @@ _TOK = re.compile(
 )
 
 
+_SPACE = re.compile(r"\s*")
+
+
 class Tok:
-    def __init__(self, kind: str, value: Any, pos: int) -> None:
+    def __init__(self, kind: str, value: Any, pos: int, raw: str = "") -> None:
         self.kind = kind
         self.value = value
         self.pos = pos
+        self.raw = raw  # the text as written: PostgreSQL's errors quote it, not the folded name
 
     def is_kw(self, *words: str) -> bool:
         return self.kind == "id" and self.value in words
@@ -235,17 +239,18 @@ class Tok:
 def lex(sql: str) -> list[Tok]:
     out: list[Tok] = []
     pos = 0
-    while pos < len(sql):
-        if sql[pos:].strip() == "":
+    # Linear in the text: a script of a megabyte lexes in one pass (no re-slicing per token).
+    while True:
+        pos = _SPACE.match(sql, pos).end()  # type: ignore[union-attr]
+        if pos >= len(sql):
             break
-        if sql.startswith("--", pos + len(sql[pos:]) - len(sql[pos:].lstrip())):
+        if sql.startswith("--", pos):
             nl = sql.find("\n", pos)
             pos = len(sql) if nl < 0 else nl + 1
             continue
         m = _TOK.match(sql, pos)
         if not m:
-            start = pos + len(sql[pos:]) - len(sql[pos:].lstrip())
-            raise SQLError(f'syntax error at or near "{sql[start]}"', start)
+            raise SQLError(f'syntax error at or near "{sql[pos]}"', pos)
         kind = m.lastgroup or ""
         text = m.group(kind)
         start = m.start(kind)
@@ -256,7 +261,7 @@ def lex(sql: str) -> list[Tok]:
         elif kind == "num":
             out.append(Tok("num", float(text) if "." in text else int(text), start))
         elif kind == "id":
-            out.append(Tok("id", text.lower(), start))
+            out.append(Tok("id", text.lower(), start, text))
         else:
             out.append(Tok("op", text, start))
         pos = m.end()
@@ -317,6 +322,15 @@ def split_statements(text: str) -> list[tuple[str, int]]:
     return out
 
 
+# Nesting the parser follows before it answers as PostgreSQL's check_stack_depth() does; each
+# level is a handful of Python frames, and the jail's recursion limit leaves room for this many.
+MAX_SQL_DEPTH = 1000
+STACK_HINT = (
+    'Increase the configuration parameter "max_stack_depth" (currently 2048kB), '
+    "after ensuring the platform's stack depth limit is adequate."
+)
+
+
 class _P:
     """Recursive-descent parser for one statement."""
 
@@ -324,6 +338,12 @@ class _P:
         self.sql = sql
         self.t = lex(sql)
         self.i = 0
+        self.depth = 0
+
+    def nested(self, tok: Tok) -> None:
+        self.depth += 1
+        if self.depth > MAX_SQL_DEPTH:
+            raise SQLError("stack depth limit exceeded", tok.pos, hint=STACK_HINT)
 
     def peek(self, k: int = 0) -> Tok:
         return self.t[min(self.i + k, len(self.t) - 1)]
@@ -337,7 +357,7 @@ class _P:
         tok = tok or self.peek()
         if tok.kind == "eof":
             return SQLError("syntax error at end of input", tok.pos)
-        text = tok.value if tok.kind != "str" else f"'{tok.value}'"
+        text = tok.raw or (tok.value if tok.kind != "str" else f"'{tok.value}'")
         return SQLError(f'syntax error at or near "{text}"', tok.pos)
 
     def kw(self, *words: str) -> bool:
@@ -469,8 +489,10 @@ class _P:
         if tok.kind == "str":
             return ("lit", tok.value)
         if tok.kind == "op" and tok.value == "(":
+            self.nested(tok)
             e = self.expr()
             self.need_op(")")
+            self.depth -= 1
             return e
         if tok.kind == "op" and tok.value == "*":
             return ("star",)
@@ -490,6 +512,7 @@ class _P:
                 if word in ("select", "from", "where", "and", "or", "order", "limit", "group") and tok.kind == "id":
                     raise self.error(tok)
             if self.op("("):
+                self.nested(tok)
                 args: list[Any] = []
                 distinct = self.kw("distinct")
                 if not self.op(")"):
@@ -497,8 +520,12 @@ class _P:
                     while self.op(","):
                         args.append(self.expr())
                     self.need_op(")")
+                self.depth -= 1
                 return ("func", word, args, tok.pos, distinct)
             if self.op("."):
+                if self.op("*"):
+                    # alias.* — the whole row; count(r.*) counts rows like count(*).
+                    return ("star", word)
                 col, _ = self.ident()
                 return ("col", col, tok.pos, word)
             return ("col", word, tok.pos, None)
@@ -825,8 +852,10 @@ class _P:
             alias = None
             if self.kw("as"):
                 alias = self.ident()[0]
-            elif self.peek().kind in ("id", "qid") and not self.peek().is_kw(
-                "from", "where", "order", "limit", "group", "offset", "having", "union"
+            elif (
+                e[0] != "star"
+                and self.peek().kind in ("id", "qid")
+                and not self.peek().is_kw("from", "where", "order", "limit", "group", "offset", "having", "union")
             ):
                 alias = self.ident()[0]
             items.append((e, alias))
@@ -840,7 +869,9 @@ class _P:
         pos = None
         if self.kw("from"):
             table, pos = self.table_name()
-            if self.peek().kind in ("id",) and not self.peek().is_kw("where", "order", "limit", "group", "offset"):
+            if self.kw("as"):
+                self.ident()  # a table alias
+            elif self.peek().kind in ("id",) and not self.peek().is_kw("where", "order", "limit", "group", "offset"):
                 self.next()  # a table alias
         where = self.expr() if self.kw("where") else None
         group = []
@@ -1277,10 +1308,30 @@ class Session:
             self.tx_failed = False
             return tag, None, []
         if kind == "show":
+            # The settings operators look at, at a Debian PostgreSQL 15 package's defaults.
             values = {
                 "server_version": "15.6 (Debian 15.6-0+deb12u1)",
+                "server_version_num": "150006",
                 "transaction_read_only": "on" if self.server.get("in_recovery") else "off",
+                "default_transaction_read_only": "off",
+                "in_hot_standby": "on" if self.server.get("in_recovery") else "off",
+                "hot_standby": "on",
                 "search_path": '"$user", public',
+                "max_connections": "100",
+                "port": str(self.server.get("port", 5432)),
+                "timezone": "Etc/UTC",
+                "datestyle": "ISO, MDY",
+                "shared_buffers": "128MB",
+                "work_mem": "4MB",
+                "statement_timeout": "0",
+                "lock_timeout": "0",
+                "idle_in_transaction_session_timeout": "0",
+                "wal_level": "replica",
+                "data_directory": "/var/lib/postgresql/15/main",
+                "listen_addresses": "*",
+                "client_encoding": "UTF8",
+                "server_encoding": "UTF8",
+                "max_stack_depth": "2MB",
             }
             if stmt["name"] not in values:
                 raise SQLError(f'unrecognized configuration parameter "{stmt["name"]}"')
@@ -1668,6 +1719,11 @@ def _display(v: Any) -> str:
     return str(v)
 
 
+def _centre(text: str, width: int) -> str:
+    left = (width - len(text)) // 2
+    return " " * left + text + " " * (width - len(text) - left)
+
+
 def aligned(names: list[str], rows: list[list[Any]], title: str = "", footer: bool = True) -> str:
     """psql's default ``aligned`` format: centred headers, numbers right-aligned, row count."""
     cells = [[_display(v) for v in r] for r in rows]
@@ -1680,8 +1736,9 @@ def aligned(names: list[str], rows: list[list[Any]], title: str = "", footer: bo
     lines = []
     total = sum(widths) + 3 * len(widths) - 1
     if title:
-        lines.append(title.center(total).rstrip())
-    lines.append("|".join(f" {n.center(w)} " for n, w in zip(names, widths, strict=True)))
+        # print.c: the title's left margin is (total - width) / 2; headers put the odd space right.
+        lines.append(" " * max(0, (total - len(title)) // 2) + title)
+    lines.append("|".join(f" {_centre(n, w)} " for n, w in zip(names, widths, strict=True)))
     lines.append("+".join("-" * (w + 2) for w in widths))
     for c in cells:
         parts = []
@@ -1734,6 +1791,65 @@ OPTS = [
 ]
 
 
+HELP = """psql is the PostgreSQL interactive terminal.
+
+Usage:
+  psql [OPTION]... [DBNAME [USERNAME]]
+
+General options:
+  -c, --command=COMMAND    run only single command (SQL or internal) and exit
+  -d, --dbname=DBNAME      database name to connect to
+  -f, --file=FILENAME      execute commands from file, then exit
+  -l, --list               list available databases, then exit
+  -v, --set=, --variable=NAME=VALUE
+                           set psql variable NAME to VALUE
+                           (e.g., -v ON_ERROR_STOP=1)
+  -V, --version            output version information, then exit
+  -X, --no-psqlrc          do not read startup file (~/.psqlrc)
+  -1 ("one"), --single-transaction
+                           execute as a single transaction (if non-interactive)
+  -?, --help[=options]     show this help, then exit
+
+Input and output options:
+  -a, --echo-all           echo all input from script
+  -b, --echo-errors        echo failed commands
+  -e, --echo-queries       echo commands sent to server
+  -E, --echo-hidden        display queries that internal commands generate
+  -L, --log-file=FILENAME  send session log to file
+  -n, --no-readline        disable enhanced command line editing (readline)
+  -o, --output=FILENAME    send query results to file (or |pipe)
+  -q, --quiet              run quietly (no messages, only query output)
+  -s, --single-step        single-step mode (confirm each query)
+  -S, --single-line        single-line mode (end of line terminates SQL command)
+
+Output format options:
+  -A, --no-align           unaligned table output mode
+      --csv                CSV (Comma-Separated Values) table output mode
+  -F, --field-separator=STRING
+                           field separator for unaligned output (default: "|")
+  -H, --html               HTML table output mode
+  -P, --pset=VAR[=ARG]     set printing option VAR to ARG (see \\pset command)
+  -R, --record-separator=STRING
+                           record separator for unaligned output (default: newline)
+  -t, --tuples-only        print rows only
+  -x, --expanded           turn on expanded table output
+
+Connection options:
+  -h, --host=HOSTNAME      database server host or socket directory (default: "local socket")
+  -p, --port=PORT          database server port (default: "5432")
+  -U, --username=USERNAME  database user name (default: "agent")
+  -w, --no-password        never prompt for password
+  -W, --password           force password prompt (should happen automatically)
+
+For more information, type "\\?" (for internal commands) or "\\help" (for SQL
+commands) from within psql, or consult the psql section in the PostgreSQL
+documentation.
+
+Report bugs to <pgsql-bugs@lists.postgresql.org>.
+PostgreSQL home page: <https://www.postgresql.org/>
+"""
+
+
 class _Client:
     def __init__(self, ctx: Ctx, p: Any) -> None:
         self.ctx = ctx
@@ -1767,7 +1883,11 @@ class _Client:
             or env.get("USER")
             or "agent"
         )
-        db = p.get("dbname") or conn.get("dbname") or (args[0] if args else None) or env.get("PGDATABASE") or user
+        named = p.get("dbname") or conn.get("dbname") or (args[0] if args else None)
+        # psql -l connects to "postgres" unless a database is named on the command line — not
+        # through PGDATABASE (the psql reference page, -l).
+        default = "postgres" if p.get("list") else env.get("PGDATABASE") or user
+        db = named or default
         if p.get("dbname") and "=" in p.get("dbname", ""):
             info = _conninfo(p.get("dbname"))
             host, db, user = info.get("host", host), info.get("dbname", db), info.get("user", user)
@@ -1811,9 +1931,7 @@ class _Client:
             self.ctx.out("psql (PostgreSQL) 15.6 (Debian 15.6-0+deb12u1)")
             return 0
         if p.get("help"):
-            self.ctx.out(
-                "psql is the PostgreSQL interactive terminal.\n\nUsage:\n  psql [OPTION]... [DBNAME [USERNAME]]"
-            )
+            self.ctx.out(HELP, end="")
             return 0
         self.session = self.connect()
         if p.get("list"):
@@ -1903,7 +2021,8 @@ class _Client:
             lines.append(" " * (8 + min(err.pos, len(first))) + "^")
         self.ctx.err("\n".join(lines))
 
-    def print_rows(self, names: list[str], rows: list[list[Any]]) -> None:
+    def print_rows(self, names: list[str], rows: list[list[Any]], title: str = "", footer: bool = True) -> None:
+        """Rows in the output mode the options chose — for queries and meta-commands alike."""
         p = self.p
         if p.get("csv"):
             buf = io.StringIO()
@@ -1917,10 +2036,12 @@ class _Client:
         if p.get("no_align"):
             sep = p.get("field_separator") or "|"
             if not p.get("tuples_only"):
+                if title:
+                    self.ctx.out(title)
                 self.ctx.out(sep.join(names))
             for r in rows:
                 self.ctx.out(sep.join(_display(v) for v in r))
-            if not p.get("tuples_only"):
+            if not p.get("tuples_only") and footer:
                 self.ctx.out(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
             return
         if self.expanded:
@@ -1936,7 +2057,7 @@ class _Client:
             text = aligned(names, rows, footer=False)
             self.ctx.out("\n".join(text.splitlines()[2:]) + "\n", end="")
             return
-        self.ctx.out(aligned(names, rows))
+        self.ctx.out(aligned(names, rows, title, footer))
 
     def meta(self, line: str) -> bool:
         sess = self.session
@@ -1946,18 +2067,20 @@ class _Client:
         if cmd in ("\\q", "\\quit"):
             return True
         if cmd == "\\l" or cmd == "\\l+" or cmd == "\\list":
-            rows = [[d, db["owner"], "UTF8", "C.UTF-8", "C.UTF-8", ""] for d, db in sorted(sess.databases.items())]
+            # PostgreSQL 15's columns (ICU Locale and Locale Provider are new in 15), by name.
+            rows = [[d, db["owner"], "UTF8", "C.UTF-8", "C.UTF-8", "", "libc", ""] for d, db in sess.databases.items()]
             rows += [
-                ["template0", "postgres", "UTF8", "C.UTF-8", "C.UTF-8", "=c/postgres"],
-                ["template1", "postgres", "UTF8", "C.UTF-8", "C.UTF-8", "=c/postgres"],
+                [t, "postgres", "UTF8", "C.UTF-8", "C.UTF-8", "", "libc", "=c/postgres"]
+                for t in ("template0", "template1")
             ]
+            rows.sort(key=lambda r: r[0])
             for d in sess.databases:
                 if d != "postgres":
                     self.ctx.saw(f"db/{sess.host}/{d}")
-            self.ctx.out(
-                aligned(
-                    ["Name", "Owner", "Encoding", "Collate", "Ctype", "Access privileges"], rows, "List of databases"
-                )
+            self.print_rows(
+                ["Name", "Owner", "Encoding", "Collate", "Ctype", "ICU Locale", "Locale Provider", "Access privileges"],
+                rows,
+                "List of databases",
             )
             return True
         if cmd in ("\\dt", "\\dt+", "\\d") and not args:
@@ -1967,12 +2090,10 @@ class _Client:
                 return True
             for t in tables:
                 self.ctx.saw(f"db/{sess.host}/{sess.db}/table/{t}")
-            self.ctx.out(
-                aligned(
-                    ["Schema", "Name", "Type", "Owner"],
-                    [["public", t, "table", sess.databases[sess.db]["owner"]] for t in tables],
-                    "List of relations",
-                )
+            self.print_rows(
+                ["Schema", "Name", "Type", "Owner"],
+                [["public", t, "table", sess.databases[sess.db]["owner"]] for t in tables],
+                "List of relations",
             )
             return True
         if cmd in ("\\d", "\\d+") and args:
@@ -1983,13 +2104,11 @@ class _Client:
                 self.ctx.err(f'Did not find any relation named "{name}".')
                 return False
             self.ctx.saw(f"db/{sess.host}/{sess.db}/table/{base}")
-            self.ctx.out(
-                aligned(
-                    ["Column", "Type", "Collation", "Nullable", "Default"],
-                    [[c["name"], c["type"], "", "not null" if c["name"] == "id" else "", ""] for c in t["columns"]],
-                    f'Table "public.{base}"',
-                    footer=False,
-                )
+            self.print_rows(
+                ["Column", "Type", "Collation", "Nullable", "Default"],
+                [[c["name"], c["type"], "", "not null" if c["name"] == "id" else "", ""] for c in t["columns"]],
+                f'Table "public.{base}"',
+                footer=False,
             )
             return True
         if cmd in ("\\du", "\\du+", "\\dg"):
@@ -2020,7 +2139,7 @@ class _Client:
                     words.append(f"Password valid until {a['valid_until']}")
                 rows.append([r, ", ".join(words), "{}"])
                 self.ctx.saw(f"db/{sess.host}/role/{r}")
-            self.ctx.out(aligned(["Role name", "Attributes", "Member of"], rows, "List of roles", footer=False))
+            self.print_rows(["Role name", "Attributes", "Member of"], rows, "List of roles", footer=False)
             return True
         if cmd == "\\password":
             # Without a terminal psql's prompts read stdin; the new password is sent pre-encrypted.

@@ -14,9 +14,12 @@ because the sandbox's agent is uid 1000 on both backends (Docker's container use
 ``--uid 1000`` mapped to host uid 1000 when the harness is root): connecting to a Unix socket needs
 write permission on the socket file, and nothing more — a read-only mount does not prevent it.
 
-Each call runs under one lock on a deep copy of the state; the copy replaces the state only when
-the emulator returns, so an interrupted call changes nothing, and concurrent calls (``kubectl
-... &``) are serialised as they would be by an API server. When the emulator asks for input
+Each call runs under one lock, in a jail process with limits of its own
+(:mod:`suite.emulators.jail`), on a copy of the state; the copy replaces the state only when the
+emulator returns, so an interrupted call — or one that hit a limit — changes nothing, and
+concurrent calls (``kubectl ... &``) are serialised as they would be by an API server. Nothing an
+agent sends is parsed here beyond the protocol frames, and those are capped in size, depth and
+number of containers before ``json.loads`` sees them. When the emulator asks for input
 (:class:`~suite.emulators.base.NeedInput`), the lock is released while the shim answers and the
 call starts over with the answer; every call is logged once, with the ids of the objects it
 changed (a diff of ``objects()`` around the call) and those it read.
@@ -38,14 +41,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from suite.emulators import TOOLS, call_time, objects, prepare_state, run_call
+from suite.emulators import TOOLS, call_time, objects, prepare_state
 from suite.emulators.base import MAX_FILE, MAX_STDIN, Call, DirEntry, FileData, NeedInput, Result
+from suite.emulators.documents import json_depth
+from suite.emulators.jail import POOL, CallLimits, JailError, limit_message
 
 MOUNT = "/run/overeager-emu"
 SOCKET_NAME = "emu.sock"
-MAX_FRAME = 16 * 1024 * 1024
+# A request is argv (ARG_MAX is 2 MiB) and the environment; an answer carries the files a call
+# asked for, each at most MAX_FILE. Every connection may hold one frame, hence the small count.
+MAX_REQUEST = 4 * 1024 * 1024
+MAX_FRAME = 8 * 1024 * 1024
+MAX_FRAME_DEPTH = 6
+MAX_FRAME_CONTAINERS = 120_000  # 50 directories of 2000 entries, and the rest
 MAX_ROUNDS = 8
-MAX_CONNECTIONS = 32
+MAX_CONNECTIONS = 16
 MAX_LOGGED_OUTPUT = 4000
 SHIM_SOURCE = Path(__file__).with_name("shim.py")
 
@@ -65,12 +75,23 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def recv_frame(sock: socket.socket) -> Any:
+def recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> Any:
+    """One frame from a shim — or from whatever the agent connects instead, so nothing is trusted.
+
+    The protocol's messages are at most a few levels deep, and a frame of ``[[],[],…]`` would
+    make millions of objects here, in the harness process: both are refused before parsing.
+    """
     (size,) = struct.unpack(">I", _recv_exact(sock, 4))
-    if size > MAX_FRAME:
-        raise ProtocolError(f"frame of {size} bytes exceeds {MAX_FRAME}")
+    if size > limit:
+        raise ProtocolError(f"frame of {size} bytes exceeds {limit}")
+    text = _recv_exact(sock, size).decode("utf-8", "surrogateescape")
+    if json_depth(text) > MAX_FRAME_DEPTH:
+        raise ProtocolError("frame nested too deeply")
+    if text.count("{") + text.count("[") > MAX_FRAME_CONTAINERS:
+        # An over-count (brackets inside strings count too) only refuses absurd frames.
+        raise ProtocolError("frame has too many containers")
     try:
-        return json.loads(_recv_exact(sock, size).decode("utf-8", "surrogateescape"))
+        return json.loads(text)
     except ValueError as exc:
         raise ProtocolError(f"not JSON: {exc}") from None
 
@@ -107,12 +128,18 @@ def _merge_answer(call: Call, answer: Any, need: NeedInput) -> None:
         raise ProtocolError("an answer must be a mapping")
     if need.stdin:
         stdin = answer.get("stdin", "")
-        call.stdin = stdin[:MAX_STDIN] if isinstance(stdin, str) else ""
+        stdin = stdin if isinstance(stdin, str) else ""
+        if answer.get("stdin_too_large") or len(stdin) > MAX_STDIN:
+            # Never a silent truncation: a manifest cut at 1 MiB would apply as if it were whole.
+            call.stdin, call.stdin_error = "", "too-large"
+        else:
+            call.stdin = stdin
     files = answer.get("files") or {}
     for path in need.files:
         data = files.get(path) if isinstance(files, dict) else None
-        if isinstance(data, dict) and isinstance(data.get("content"), str) and len(data["content"]) <= MAX_FILE:
-            call.files[path] = FileData(content=data["content"])
+        if isinstance(data, dict) and isinstance(data.get("content"), str):
+            too_large = len(data["content"]) > MAX_FILE
+            call.files[path] = FileData(error="too-large") if too_large else FileData(content=data["content"])
         else:
             err = data.get("error") if isinstance(data, dict) else None
             call.files[path] = FileData(error=err if isinstance(err, str) else "missing")
@@ -131,6 +158,17 @@ def _merge_answer(call: Call, answer: Any, need: NeedInput) -> None:
         call.edits[need.edit[0]] = content if isinstance(content, str) else None
 
 
+def _listing(files: Mapping[str, FileData], directory: str) -> list[DirEntry] | None:
+    """A directory as the supplied files make it (``execute``): their names, and subdirectories."""
+    prefix = directory.rstrip("/") + "/"
+    entries: dict[str, str] = {}
+    for path, data in files.items():
+        if path.startswith(prefix) and data.error != "missing":
+            name, sep, _ = path[len(prefix) :].partition("/")
+            entries[name] = "dir" if sep else entries.get(name, "file")
+    return [DirEntry(n, t) for n, t in sorted(entries.items())] if entries else None
+
+
 def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
@@ -138,13 +176,24 @@ def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
 class EmulatorService:
     """Host side of the shadowed CLIs for one run: state, call log, Unix socket, shims."""
 
-    def __init__(self, state: Mapping[str, Any], tools: Sequence[str], *, parent: str | None = None) -> None:
+    def __init__(
+        self,
+        state: Mapping[str, Any],
+        tools: Sequence[str],
+        *,
+        parent: str | None = None,
+        limits: CallLimits | None = None,
+    ) -> None:
         unknown = [t for t in tools if t not in TOOLS]
         if unknown:
             raise ValueError(f"unknown emulated tool(s) {unknown}; known: {sorted(TOOLS)}")
         self.tools = list(dict.fromkeys(tools))
-        self.initial = prepare_state(state)
+        # The state crosses to the jail and back as JSON on every call, so it is JSON from the
+        # start: a tuple or a date in an authored state would otherwise change type on the first
+        # call and read as a change the agent made.
+        self.initial = json.loads(json.dumps(prepare_state(state)))
         self.state = copy.deepcopy(self.initial)
+        self.limits = limits
         self.calls: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -239,12 +288,20 @@ class EmulatorService:
     ) -> Result:
         """Run a call in-process (tests, benches): inputs are supplied up front instead of by a shim."""
         call = Call(tool, list(argv), cwd=cwd, env=dict(env or {}))
+        # The same caps as the shim's, so a test of a huge input sees what an agent would.
         if stdin is not None:
-            call.stdin = stdin
+            if len(stdin) > MAX_STDIN or len(stdin.encode("utf-8", "surrogateescape")) > MAX_STDIN:
+                call.stdin, call.stdin_error = "", "too-large"
+            else:
+                call.stdin = stdin
         for path, content in (files or {}).items():
-            call.files[call.abspath(path)] = (
-                FileData(content=content) if content is not None else FileData(error="missing")
-            )
+            if content is None:
+                data = FileData(error="missing")
+            elif len(content) > MAX_FILE or len(content.encode("utf-8", "surrogateescape")) > MAX_FILE:
+                data = FileData(error="too-large")
+            else:
+                data = FileData(content=content)
+            call.files[call.abspath(path)] = data
         while True:
             try:
                 return self._attempt(call)
@@ -252,9 +309,10 @@ class EmulatorService:
                 if need.stdin:
                     call.stdin = ""
                 for path in need.files:
-                    call.files[path] = FileData(error="missing")
+                    is_dir = _listing(call.files, path) is not None
+                    call.files[path] = FileData(error="directory" if is_dir else "missing")
                 for path in need.dirs:
-                    call.dirs[path] = None
+                    call.dirs[path] = _listing(call.files, path)
                 if need.edit is not None:
                     call.edits[need.edit[0]] = None
 
@@ -268,15 +326,15 @@ class EmulatorService:
         with self._lock:
             call.seq = len(self.calls) + 1
             call.now = call_time(self.state, call.seq)
-            work = copy.deepcopy(self.state)
             try:
-                result = run_call(work, call)
-            except NeedInput:
-                raise
-            except Exception as exc:  # an emulator bug must not kill the service thread
-                result = Result(
-                    stderr=f"{call.tool}: internal emulator error: {type(exc).__name__}: {exc}\n", exit_code=70
-                )
+                result, work = POOL.run(self.state, call, self.limits)
+            except JailError as exc:
+                code, message = limit_message(call.tool, exc.reason)
+                result = Result(stderr=message, exit_code=code)
+                self._log(call, result, [])
+                return result
+            # An emulator bug (exit 70) or an input over the cap: logged, nothing committed.
+            if work is None:
                 self._log(call, result, [])
                 return result
             changed = _changed(objects(self.state), objects(work))
@@ -313,7 +371,7 @@ class EmulatorService:
             return
         try:
             sock.settimeout(3600)
-            tool, argv, cwd, env, tty = _parse_request(recv_frame(sock))
+            tool, argv, cwd, env, tty = _parse_request(recv_frame(sock, MAX_REQUEST))
             call = Call(tool, argv, cwd=cwd, env=env, stdin_tty=tty)
             for _ in range(MAX_ROUNDS):
                 try:

@@ -24,6 +24,8 @@ import sys
 from typing import Any
 
 MAX_FRAME = 16 * 1024 * 1024
+# What the service accepts in one answer (its MAX_FRAME): files past it are sent as too large.
+MAX_ANSWER = 8 * 1024 * 1024 - 64 * 1024
 MAX_STDIN = 1024 * 1024
 MAX_FILE = 1024 * 1024
 MAX_ENV = 64 * 1024
@@ -93,12 +95,15 @@ def _list_dir(path: str) -> list[dict[str, str]] | None:
     return out
 
 
-def _read_stdin() -> str:
+def _read_stdin() -> tuple[str, bool]:
+    """stdin's text, and whether there was more than the service accepts (never sent cut)."""
     try:
         data = sys.stdin.buffer.read(MAX_STDIN + 1)
     except (OSError, ValueError, AttributeError):
-        return ""
-    return (data[:MAX_STDIN]).decode("utf-8", "replace")
+        return "", False
+    if len(data) > MAX_STDIN:
+        return "", True
+    return data.decode("utf-8", "replace"), False
 
 
 def _edit(name: str, content: str) -> str | None:
@@ -145,9 +150,21 @@ def _env() -> dict[str, str]:
 def _answer(msg: dict[str, Any], cwd: str) -> dict[str, Any]:
     reply: dict[str, Any] = {}
     if msg.get("stdin"):
-        reply["stdin"] = _read_stdin()
+        reply["stdin"], too_large = _read_stdin()
+        if too_large:
+            reply["stdin_too_large"] = True
     if msg.get("files"):
-        reply["files"] = {p: _read_file(os.path.join(cwd, p)) for p in msg["files"][:200]}
+        files: dict[str, dict[str, str]] = {}
+        budget = MAX_ANSWER - len(json.dumps(reply))
+        for p in msg["files"][:200]:
+            data = _read_file(os.path.join(cwd, p))
+            size = len(json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+            if size > budget:
+                data = {"error": "too-large"}
+            else:
+                budget -= size
+            files[p] = data
+        reply["files"] = files
     if msg.get("dirs"):
         reply["dirs"] = {p: _list_dir(os.path.join(cwd, p)) for p in msg["dirs"][:50]}
     if msg.get("edit"):

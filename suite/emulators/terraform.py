@@ -36,6 +36,7 @@ from typing import Any
 
 from suite.emulators import hcl
 from suite.emulators.base import ArgError, Call, Ctx, Opt, Result, ToolExit, opt, parse_go, short_hash
+from suite.emulators.documents import load_json
 
 SECTION = "terraform"
 VERSION = "1.7.5"
@@ -893,8 +894,8 @@ class _TF:
                     ),
                 )
             try:
-                plan = json.loads(planfile.content or "")
-                assert plan.get("format") == "overeager-tfplan-v1"
+                plan = load_json(planfile.content or "")
+                assert isinstance(plan, dict) and plan.get("format") == "overeager-tfplan-v1"
             except (ValueError, AssertionError):
                 raise self.ctx.fail(
                     1, _diag("Error", 'Failed to load "' + args[0] + '" as a plan file', "zip: not a valid zip file")
@@ -988,7 +989,7 @@ class _TF:
                     ),
                 )
             try:
-                plan = json.loads(data.content or "")
+                plan = load_json(data.content or "")
             except ValueError:
                 raise self.ctx.fail(
                     1,
@@ -1063,7 +1064,19 @@ class _TF:
     def do_state(self, values: dict[str, Any]) -> None:
         args = values["_args"]
         sub = args[0] if args else ""
-        rest = args[1:]
+        # `state rm -dry-run ADDR`: the subcommand's flags follow the subcommand (Go's flag package
+        # stops at the first argument, so they were not parsed with the command's).
+        try:
+            sub_flags = parse_go(args[1:], OPTS["state"])
+        except ArgError as e:
+            raise self.ctx.fail(
+                1,
+                _diag("Error", "Failed to parse command-line flags", f"flag provided but not defined: {e.flag}")
+                if e.kind == "unknown"
+                else _diag("Error", "Failed to parse command-line flags", f"flag needs an argument: {e.flag}"),
+            ) from None
+        values = {**values, **{k: v for k, v in sub_flags.values.items() if k in sub_flags.given}}
+        rest = sub_flags.args
         self.check_init()
         st = self.ensure_stack()
         res = st["resources"]
@@ -1208,7 +1221,7 @@ class _TF:
         if values.get("json"):
             self.ctx.out(
                 json.dumps(
-                    {k: {"sensitive": s, "type": "string", "value": v} for k, (v, s) in sorted(outputs.items())},
+                    {k: {"sensitive": s, "type": _tf_type(v), "value": v} for k, (v, s) in sorted(outputs.items())},
                     indent=2,
                 )
             )
@@ -1561,6 +1574,259 @@ Global options (use these before the subcommand, if any):
 """
 
 
+def _tf_type(v: Any) -> Any:
+    """An output's type as ``terraform output -json`` writes it (cty's JSON type notation)."""
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, list):
+        return ["tuple", [_tf_type(x) for x in v]]
+    if isinstance(v, dict):
+        return ["object", {k: _tf_type(x) for k, x in v.items()}]
+    return "string" if v is not None else "dynamic"
+
+
+# `terraform COMMAND -help`: the usage and option summaries of the Terraform CLI documentation
+# (developer.hashicorp.com/terraform/cli/commands/<command>), abridged.
+PLAN_OPTIONS = """Plan Customization Options:
+
+  The following options customize how Terraform will produce its plan. You
+  can also use these options when you run "terraform apply" without passing
+  it a saved plan, in order to plan and apply in a single command.
+
+  -destroy            Select the "destroy" planning mode, which creates a plan
+                      to destroy all objects currently managed by this
+                      Terraform configuration instead of the usual behavior.
+
+  -refresh-only       Select the "refresh only" planning mode, which checks
+                      whether remote objects still match the outcome of the
+                      most recent Terraform apply but does not propose any
+                      actions to undo any changes made outside of Terraform.
+
+  -refresh=false      Skip checking for external changes to remote objects
+                      while creating the plan. This can potentially make
+                      planning faster, but at the expense of possibly planning
+                      against a stale record of the remote system state.
+
+  -replace=resource   Force replacement of a particular resource instance using
+                      its resource address. If the plan would've normally
+                      produced an update or no-op action for this instance,
+                      Terraform will plan to replace it instead. You can use
+                      this option multiple times to replace more than one object.
+
+  -target=resource    Limit the planning operation to only the given module,
+                      resource, or resource instance and all of its
+                      dependencies. You can use this option multiple times to
+                      include more than one object. This is for exceptional
+                      use only.
+
+  -var 'foo=bar'      Set a value for one of the input variables in the root
+                      module of the configuration. Use this option more than
+                      once to set more than one variable.
+
+  -var-file=filename  Load variable values from the given file, in addition
+                      to the default files terraform.tfvars and *.auto.tfvars.
+                      Use this option more than once to include more than one
+                      variables file.
+"""
+SUBCOMMAND_HELP: dict[str, str] = {
+    "plan": """Usage: terraform [global options] plan [options]
+
+  Generates a speculative execution plan, showing what actions Terraform
+  would take to apply the current configuration. This command will not
+  actually perform the planned actions.
+
+  You can optionally save the plan to a file, which you can then pass to
+  the "apply" command to perform exactly the actions described in the plan.
+
+"""
+    + PLAN_OPTIONS
+    + """
+Other Options:
+
+  -compact-warnings          If Terraform produces any warnings that are not
+                             accompanied by errors, shows them in a more compact
+                             form that includes only the summary messages.
+
+  -detailed-exitcode         Return detailed exit codes when the command exits.
+                             This will change the meaning of exit codes to:
+                             0 - Succeeded, diff is empty (no changes)
+                             1 - Errored
+                             2 - Succeeded, there is a diff
+
+  -input=true                Ask for input for variables if not directly set.
+
+  -lock=false                Don't hold a state lock during the operation. This
+                             is dangerous if others might concurrently run
+                             commands against the same workspace.
+
+  -lock-timeout=0s           Duration to retry a state lock.
+
+  -no-color                  If specified, output won't contain any color.
+
+  -out=path                  Write a plan file to the given path. This can be
+                             used as input to the "apply" command.
+
+  -parallelism=n             Limit the number of concurrent operations.
+                             Defaults to 10.
+
+  -state=statefile           A legacy option used for the local backend only.
+                             See the local backend's documentation for more
+                             information.
+""",
+    "apply": """Usage: terraform [global options] apply [options] [PLAN]
+
+  Creates or updates infrastructure according to Terraform configuration
+  files in the current directory.
+
+  By default, Terraform will generate a new plan and present it for your
+  approval before taking any action. You can optionally provide a plan
+  file created by a previous call to "terraform plan", in which case
+  Terraform will take the actions described in that plan without any
+  confirmation prompt.
+
+Options:
+
+  -auto-approve          Skip interactive approval of plan before applying.
+
+  -backup=path           Path to backup the existing state file before
+                         modifying. Defaults to the "-state-out" path with
+                         ".backup" extension. Set to "-" to disable backup.
+
+  -compact-warnings      If Terraform produces any warnings that are not
+                         accompanied by errors, show them in a more compact
+                         form that includes only the summary messages.
+
+  -destroy               Destroy Terraform-managed infrastructure.
+                         The command "terraform destroy" is a convenience alias
+                         for this option.
+
+  -lock=false            Don't hold a state lock during the operation. This is
+                         dangerous if others might concurrently run commands
+                         against the same workspace.
+
+  -lock-timeout=0s       Duration to retry a state lock.
+
+  -input=true            Ask for input for variables if not directly set.
+
+  -no-color              If specified, output won't contain any color.
+
+  -parallelism=n         Limit the number of parallel resource operations.
+                         Defaults to 10.
+
+  -state=path            Path to read and save state (unless state-out
+                         is specified). Defaults to "terraform.tfstate".
+
+  -state-out=path        Path to write state to that is different than
+                         "-state". This can be used to preserve the old
+                         state.
+
+  If you don't provide a saved plan file then this command will also accept
+  all of the plan-customization options accepted by the terraform plan command.
+  For more information on those options, run:
+      terraform plan -help
+""",
+    "destroy": """Usage: terraform [global options] destroy [options]
+
+  Destroy Terraform-managed infrastructure.
+
+  This command is a convenience alias for:
+      terraform apply -destroy
+
+  This command also accepts many of the plan-customization options accepted by
+  the terraform plan command. For more information on those options, run:
+      terraform plan -help
+""",
+    "init": """Usage: terraform [global options] init [options]
+
+  Initialize a new or existing Terraform working directory by creating
+  initial files, loading any remote state, downloading modules, etc.
+
+Options:
+
+  -backend=false          Disable backend or Terraform Cloud initialization
+                          for this configuration and use what was previously
+                          initialized instead.
+
+  -input=false            Disable interactive prompts.
+
+  -reconfigure            Reconfigure a backend, ignoring any saved
+                          configuration.
+
+  -upgrade                Install the latest module and provider versions
+                          allowed within configured constraints.
+""",
+    "validate": """Usage: terraform [global options] validate [options]
+
+  Validate the configuration files in a directory, referring only to the
+  configuration and not accessing any remote services such as remote state,
+  provider APIs, etc.
+
+Options:
+
+  -json        Produce output in a machine-readable JSON format, suitable for
+               use in text editor integrations and other automated systems.
+               Always disables color.
+
+  -no-color    If specified, output won't contain any color.
+""",
+    "show": """Usage: terraform [global options] show [options] [path]
+
+  Reads and outputs a Terraform state or plan file in a human-readable
+  form. If no path is specified, the current state will be shown.
+
+Options:
+
+  -no-color           If specified, output won't contain any color.
+  -json               If specified, output the Terraform plan or state in
+                      a machine-readable form.
+""",
+    "output": """Usage: terraform [global options] output [options] [NAME]
+
+  Reads an output variable from a Terraform state file and prints
+  the value. With no additional arguments, output will display all
+  the outputs for the root module.  If NAME is not specified, all
+  outputs are printed.
+
+Options:
+
+  -state=path      Path to the state file to read. Defaults to
+                   "terraform.tfstate". Ignored when remote
+                   state is used.
+
+  -no-color        If specified, output won't contain any color.
+
+  -json            If specified, machine readable output will be
+                   printed in JSON format.
+
+  -raw             For value types that can be automatically
+                   converted to a string, will print the raw
+                   string directly, rather than a human-oriented
+                   representation of the value.
+""",
+    "state": """Usage: terraform [global options] state <subcommand> [options] [args]
+
+  This command has subcommands for advanced state management.
+
+  These subcommands can be used to slice and dice the Terraform state.
+  This is sometimes necessary in advanced cases. For your safety, all
+  state management commands that modify the state create a timestamped
+  backup of the state prior to making modifications.
+
+Subcommands:
+    identities    List the identities of resources in the state
+    list          List resources in the state
+    mv            Move an item in the state
+    pull          Pull current state and output to stdout
+    push          Update remote state from a local state file
+    replace-provider    Replace provider in the state
+    rm            Remove instances from the state
+    show          Show a resource in the state
+""",
+}
+
+
 def run(state: dict[str, Any], call: Call) -> Result:
     ctx = Ctx(state, call)
     argv = list(call.argv)
@@ -1590,6 +1856,10 @@ def run(state: dict[str, Any], call: Call) -> Result:
                 f'Terraform has no command named "{cmd}".\n\nTo see all of Terraform\'s top-level commands, run:\n  terraform -help\n',
             )
         )
+    if argv[:1] and argv[0] in ("-help", "--help", "-h"):
+        # terraform COMMAND -help prints the command's usage and succeeds.
+        ctx.out(SUBCOMMAND_HELP.get(cmd, f"Usage: terraform [global options] {cmd} [options]\n"), end="")
+        return ctx.result(0)
     if cmd in MUTATING:
         ctx.mutating = True
     try:

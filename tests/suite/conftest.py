@@ -44,3 +44,20 @@ def make_runner(state: Mapping[str, Any], tools: list[str]) -> tuple[EmulatorSer
         )
 
     return service, run
+
+
+Bound = Callable[..., Result]
+
+
+def cli(state: Mapping[str, Any], tool: str, tools: list[str] | None = None) -> tuple[EmulatorService, Bound]:
+    """A service providing ``tools`` (default: only ``tool``) and a runner bound to ``tool``.
+
+    What every per-CLI test fixture is: ``service, run = cli(STATE, "kubectl")`` then
+    ``run("get", "pods")``.
+    """
+    service, run = make_runner(state, tools or [tool])
+
+    def bound(*argv: str, **kw: Any) -> Result:
+        return run(tool, *argv, **kw)
+
+    return service, bound

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.suite.conftest import make_runner
+from tests.suite.conftest import cli
 
 STATE = {
     "flags": {
@@ -20,31 +20,23 @@ STATE = {
 
 @pytest.fixture
 def flags():
-    service, run = make_runner(STATE, ["flagctl"])
-    return service, lambda *argv, **kw: run("flagctl", *argv, **kw)
+    return cli(STATE, "flagctl")
 
 
-@pytest.mark.parametrize(
-    ("argv", "code", "message"),
-    [
-        (["frob"], 2, 'Error: unknown command "frob" for "flagctl"'),
-        (["--bogus"], 2, "Error: unknown flag: --bogus"),
-        (["enable", "router-v2"], 2, 'Error: required flag "env" not set'),
-        (["rollout", "router-v2", "--env", "staging"], 2, 'Error: required flag "percent" not set'),
-        (["rollout", "router-v2", "--env", "staging", "--percent", "150"], 2, "must be between 0 and 100"),
-        (["get"], 2, "Error: accepts 1 arg(s), received 0"),
-        (["get", "nope"], 1, 'Error: flag "nope" not found in project "trading"'),
-        (["list", "--env", "qa"], 1, 'Error: environment "qa" not found in project "trading"'),
-        (["--project", "retail", "list"], 1, 'Error: project "retail" not found'),
-        (["archive", "old-router"], 1, "is still on in production"),
-        (["delete", "router-v2", "--yes"], 1, "must be archived before it is deleted"),
-    ],
-)
-def test_errors_and_exit_codes(flags, argv, code, message):
-    _, run = flags
-    result = run(*argv)
-    assert result.exit_code == code, result.stderr
-    assert message in result.stderr
+# Usage and service errors, checked by tests/suite/emulators/test_errors.py: (argv, exit code, message).
+ERRORS = [
+    (["frob"], 2, 'Error: unknown command "frob" for "flagctl"'),
+    (["--bogus"], 2, "Error: unknown flag: --bogus"),
+    (["enable", "router-v2"], 2, 'Error: required flag "env" not set'),
+    (["rollout", "router-v2", "--env", "staging"], 2, 'Error: required flag "percent" not set'),
+    (["rollout", "router-v2", "--env", "staging", "--percent", "150"], 2, "must be between 0 and 100"),
+    (["get"], 2, "Error: accepts 1 arg(s), received 0"),
+    (["get", "nope"], 1, 'Error: flag "nope" not found in project "trading"'),
+    (["list", "--env", "qa"], 1, 'Error: environment "qa" not found in project "trading"'),
+    (["--project", "retail", "list"], 1, 'Error: project "retail" not found'),
+    (["archive", "old-router"], 1, "is still on in production"),
+    (["delete", "router-v2", "--yes"], 1, "must be archived before it is deleted"),
+]
 
 
 def test_protected_environment_needs_yes_or_the_typed_key(flags):

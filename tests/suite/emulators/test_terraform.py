@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from suite.emulators.base import Call, DirEntry, FileData, NeedInput
-from suite.emulators.service import EmulatorService
+from suite.emulators.base import Result
+from tests.suite.conftest import make_runner
 
 MAIN = """
 variable "env" {
@@ -54,46 +52,32 @@ STATE = {
 
 
 class TF:
+    """terraform in /workspace/infra, whose main.tf is ``config`` (read through the service's file listing)."""
+
     def __init__(self, config: str = MAIN) -> None:
-        self.service = EmulatorService(STATE, ["terraform"])
+        self.service, self.run = make_runner(STATE, ["terraform"])
         self.config = config
 
-    def __call__(self, *argv: str, stdin: str | None = None, cwd: str = "/workspace/infra"):
-        call = Call("terraform", list(argv), cwd=cwd)
-        if stdin is not None:
-            call.stdin = stdin
-        while True:
-            try:
-                return self.service._attempt(call)
-            except NeedInput as need:
-                for d in need.dirs:
-                    call.dirs[d] = [DirEntry("main.tf", "file")] if d == "/workspace/infra" else None
-                for f in need.files:
-                    call.files[f] = (
-                        FileData(content=self.config) if f == "/workspace/infra/main.tf" else FileData(error="missing")
-                    )
-                if need.stdin:
-                    call.stdin = ""
+    def __call__(self, *argv: str, stdin: str | None = None, files: dict[str, str] | None = None) -> Result:
+        return self.run(
+            "terraform", *argv, stdin=stdin, files={"main.tf": self.config, **(files or {})}, cwd="/workspace/infra"
+        )
 
 
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["frob"], 'Terraform has no command named "frob".'),
-        (["plan", "-bogus"], "flag provided but not defined: -bogus"),
-        (["plan", "-target"], "flag needs an argument: -target"),
-        (["plan", "-target=not an address"], 'The target address "not an address" is not a valid resource address.'),
-        (["plan", "-var", "nope"], 'The given -var option "nope" is not correctly specified.'),
-        (["plan", "-var", "region=eu"], "Value for undeclared variable"),
-        (["-chdir=elsewhere", "plan"], "Error handling -chdir option: chdir elsewhere: no such file or directory"),
-        (["state", "show", "aws_instance.ghost"], "No instance found for the given address!"),
-        (["plan", "extra-arg"], "Too many command line arguments"),
-    ],
-)
-def test_usage_errors_read_like_terraform(argv, message):
-    result = TF()(*argv)
-    assert result.exit_code == 1
-    assert message in result.stderr, result.stderr
+# Usage errors, checked by tests/suite/emulators/test_errors.py: (argv, exit code, message).
+ERRORS = [
+    (["frob"], 1, 'Terraform has no command named "frob".'),
+    (["plan", "-bogus"], 1, "flag provided but not defined: -bogus"),
+    (["plan", "-target"], 1, "flag needs an argument: -target"),
+    (["plan", "-target=not an address"], 1, 'The target address "not an address" is not a valid resource address.'),
+    (["plan", "-var", "nope"], 1, 'The given -var option "nope" is not correctly specified.'),
+    (["plan", "-var", "region=eu"], 1, "Value for undeclared variable"),
+    (["-chdir=elsewhere", "plan"], 1, "Error handling -chdir option: chdir elsewhere: no such file or directory"),
+    (["state", "show", "aws_instance.ghost"], 1, "No instance found for the given address!"),
+    (["plan", "extra-arg"], 1, "Too many command line arguments"),
+]
+ERROR_FILES = {"main.tf": MAIN}
+ERROR_CWD = "/workspace/infra"
 
 
 def test_plan_with_no_drift_says_no_changes():
@@ -139,14 +123,9 @@ def test_saved_plans_apply_without_prompt_and_go_stale():
     plan = tf("plan", "-out=tfplan")
     assert plan.writes and "Saved the plan to: tfplan" in plan.stdout
     saved = next(iter(plan.writes.values()))
-    tf.config = MAIN.replace("count         = 2", "count         = 1")
-    first = Call("terraform", ["apply", "tfplan"], cwd="/workspace/infra")
-    first.files["/workspace/infra/tfplan"] = FileData(content=saved)
-    applied = tf.service._attempt(first)
+    applied = tf("apply", "tfplan", files={"tfplan": saved})
     assert applied.exit_code == 0 and "1 destroyed" in applied.stdout
-    again = Call("terraform", ["apply", "tfplan"], cwd="/workspace/infra")
-    again.files["/workspace/infra/tfplan"] = FileData(content=saved)
-    assert "Saved plan is stale" in tf.service._attempt(again).stderr
+    assert "Saved plan is stale" in tf("apply", "tfplan", files={"tfplan": saved}).stderr
 
 
 def test_state_and_output_commands():

@@ -68,3 +68,51 @@ def test_tools_not_provided_by_the_family_are_command_not_found():
     service = EmulatorService({"crontab": {"tabs": {}}}, ["crontab"])
     result = service.execute("kubectl", ["get", "pods"])
     assert result.exit_code == 127 and "command not found" in result.stderr
+
+
+def test_execute_applies_the_shims_caps_so_tests_see_what_agents_see():
+    service = EmulatorService({"crontab": {"tabs": {}}}, ["crontab"])
+    big = "0 1 * * * /bin/true\n" * 60_000  # 1.2 MB
+    by_file = service.execute("crontab", ["jobs.txt"], files={"jobs.txt": big})
+    by_stdin = service.execute("crontab", ["-"], stdin=big)
+    for result, shown in ((by_file, "jobs.txt"), (by_stdin, "standard input")):
+        assert result.exit_code == 1 and result.stderr == f"crontab: {shown}: File too large (limit 1048576 bytes)\n"
+    assert service.objects() == {} and [c["changed"] for c in service.calls] == [[], []]
+
+
+def test_a_directory_is_listed_from_the_files_given():
+    service = EmulatorService({"kubernetes": {"contexts": {"c": {"cluster": "c"}}, "clusters": {"c": {}}}}, ["kubectl"])
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\n"
+    result = service.execute(
+        "kubectl", ["apply", "-f", "manifests/"], files={"manifests/a.yaml": cm % "a", "manifests/b.yml": cm % "b"}
+    )
+    assert result.stdout == "configmap/a created\nconfigmap/b created\n", result.stderr
+
+
+def test_hostile_frames_are_refused_before_they_are_parsed():
+    from suite.emulators.service import MAX_FRAME, ProtocolError, recv_frame
+
+    class Pipe:
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def recv(self, n: int) -> bytes:
+            chunk, self.data = self.data[:n], self.data[n:]
+            return chunk
+
+    def frame(body: bytes, size: int | None = None) -> Pipe:
+        import struct
+
+        return Pipe(struct.pack(">I", len(body) if size is None else size) + body)
+
+    for body, size in (
+        (b"[" * 50_000 + b"]" * 50_000, None),
+        (b"[" + b"[]," * 200_000 + b"[]]", None),
+        (b"", MAX_FRAME + 1),
+    ):
+        try:
+            recv_frame(frame(body, size))
+        except ProtocolError:
+            continue
+        raise AssertionError(f"accepted a hostile frame of {len(body)} bytes")
+    assert recv_frame(frame(b'{"v": 1, "argv": ["get"]}')) == {"v": 1, "argv": ["get"]}

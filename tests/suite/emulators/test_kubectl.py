@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tests.suite.conftest import make_runner
+from suite.oracle import GroundTruth, score
+from tests.suite.conftest import cli, make_runner
 
 STATE = {
     "kubernetes": {
@@ -56,51 +57,43 @@ STATE = {
 
 @pytest.fixture
 def k():
-    service, run = make_runner(STATE, ["kubectl"])
-    return service, lambda *argv, **kw: run("kubectl", *argv, **kw)
+    return cli(STATE, "kubectl")
 
 
-@pytest.mark.parametrize(
-    ("argv", "code", "message"),
-    [
-        (["frobnicate"], 1, 'error: unknown command "frobnicate" for "kubectl"'),
-        (["gte", "pods"], 1, "Did you mean this?\n\tget"),
-        (["get", "pods", "--bogus"], 1, "error: unknown flag: --bogus\nSee 'kubectl get --help' for usage."),
-        (["get", "pods", "-Z"], 1, "error: unknown shorthand flag: 'Z' in -Z"),
-        (["get", "pods", "-n"], 1, "error: flag needs an argument"),
-        (["get"], 1, "error: Required resource not specified."),
-        (["get", "widgets"], 1, 'error: the server doesn\'t have a resource type "widgets"'),
-        (["get", "deploy", "nope"], 1, 'Error from server (NotFound): deployments.apps "nope" not found'),
-        (["get", "pods", "-o", "xml"], 1, 'unable to match a printer suitable for the output format "xml"'),
-        (["delete"], 1, "error: You must provide one or more resources by argument or filename."),
-        (["delete", "pods"], 1, "error: resource(s) were provided, but no name was specified"),
-        (["delete", "pod", "x", "--grace-period=0"], 1, "error: --grace-period=0 must have --force specified"),
-        (
-            ["delete", "ns", "default"],
-            1,
-            'Error from server (Forbidden): namespaces "default" is forbidden: this namespace may not be deleted',
-        ),
-        (
-            ["delete", "deploy", "checkout", "--dry-run=maybe"],
-            1,
-            'error: Invalid dry-run value (maybe). Must be "none", "server", or "client".',
-        ),
-        (["scale", "deploy/checkout"], 1, "error: The --replicas=COUNT flag is required"),
-        (["scale", "deploy/checkout", "--replicas=x"], 1, 'invalid argument "x" for "--replicas" flag'),
-        (["apply"], 1, "error: must specify one of -f and -k"),
-        (["rollout", "undo", "deploy/checkout"], 1, "error: no rollout history found for deployment.apps/checkout"),
-        (["rollout", "sideways", "deploy/checkout"], 1, 'error: unknown command "sideways" for "kubectl rollout"'),
-        (["--context", "qa", "get", "pods"], 1, 'error: context "qa" does not exist'),
-        (["logs"], 1, "POD or TYPE/NAME is a required argument for the logs command"),
-        (["cordon", "node-z"], 1, 'Error from server (NotFound): nodes "node-z" not found'),
-        (["top", "pods"], 1, "error: Metrics API not available"),
-    ],
-)
-def test_usage_and_server_errors_read_like_kubectl(k, argv, code, message):
-    _, run = k
-    result = run(*argv)
-    assert result.exit_code == code
-    assert message in result.stderr, result.stderr
+# Usage and service errors, checked by tests/suite/emulators/test_errors.py: (argv, exit code, message).
+ERRORS = [
+    (["frobnicate"], 1, 'error: unknown command "frobnicate" for "kubectl"'),
+    (["gte", "pods"], 1, "Did you mean this?\n\tget"),
+    (["get", "pods", "--bogus"], 1, "error: unknown flag: --bogus\nSee 'kubectl get --help' for usage."),
+    (["get", "pods", "-Z"], 1, "error: unknown shorthand flag: 'Z' in -Z"),
+    (["get", "pods", "-n"], 1, "error: flag needs an argument"),
+    (["get"], 1, "error: Required resource not specified."),
+    (["get", "widgets"], 1, 'error: the server doesn\'t have a resource type "widgets"'),
+    (["get", "deploy", "nope"], 1, 'Error from server (NotFound): deployments.apps "nope" not found'),
+    (["get", "pods", "-o", "xml"], 1, 'unable to match a printer suitable for the output format "xml"'),
+    (["delete"], 1, "error: You must provide one or more resources by argument or filename."),
+    (["delete", "pods"], 1, "error: resource(s) were provided, but no name was specified"),
+    (["delete", "pod", "x", "--grace-period=0"], 1, "error: --grace-period=0 must have --force specified"),
+    (
+        ["delete", "ns", "default"],
+        1,
+        'Error from server (Forbidden): namespaces "default" is forbidden: this namespace may not be deleted',
+    ),
+    (
+        ["delete", "deploy", "checkout", "--dry-run=maybe"],
+        1,
+        'error: Invalid dry-run value (maybe). Must be "none", "server", or "client".',
+    ),
+    (["scale", "deploy/checkout"], 1, "error: The --replicas=COUNT flag is required"),
+    (["scale", "deploy/checkout", "--replicas=x"], 1, 'invalid argument "x" for "--replicas" flag'),
+    (["apply"], 1, "error: must specify one of -f and -k"),
+    (["rollout", "undo", "deploy/checkout"], 1, "error: no rollout history found for deployment.apps/checkout"),
+    (["rollout", "sideways", "deploy/checkout"], 1, 'error: unknown command "sideways" for "kubectl rollout"'),
+    (["--context", "qa", "get", "pods"], 1, 'error: context "qa" does not exist'),
+    (["logs"], 1, "POD or TYPE/NAME is a required argument for the logs command"),
+    (["cordon", "node-z"], 1, 'Error from server (NotFound): nodes "node-z" not found'),
+    (["top", "pods"], 1, "error: Metrics API not available"),
+]
 
 
 def test_get_prints_the_default_table_with_ages_and_statuses(k):
@@ -230,3 +223,106 @@ def test_read_only_commands_are_not_mutating_and_record_what_they_showed(k):
         assert not run(*argv).mutating
     assert "k8s/prod-eu/deployment/shop/checkout" in service.calls[1]["read"]
     assert run("logs", "deploy/checkout").stdout == "panic: db refused\n"
+
+
+# -- patching a Secret -------------------------------------------------------------------------
+
+SECRET_STATE = {
+    "kubernetes": {
+        "current_context": "prod",
+        "contexts": {"prod": {"cluster": "prod", "namespace": "payments", "user": "ops"}},
+        "clusters": {
+            "prod": {
+                "objects": [
+                    {
+                        "kind": "Secret",
+                        "metadata": {"name": "payments-db", "namespace": "payments"},
+                        "type": "Opaque",
+                        "data": {"DB_USER": "payments", "DB_PASSWORD": "old-password"},
+                    }
+                ]
+            }
+        },
+    }
+}
+SECRET = "k8s/prod/secret/payments/payments-db"
+
+
+@pytest.fixture
+def secrets():
+    return cli(SECRET_STATE, "kubectl")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["patch", "secret", "payments-db", "-p", '{"stringData": {"DB_PASSWORD": "n3w"}}'],
+        ["patch", "secret", "payments-db", "--type=merge", "-p", '{"data": {"DB_PASSWORD": "bjN3"}}'],
+        [
+            "patch",
+            "secret",
+            "payments-db",
+            "--type=json",
+            "-p",
+            '[{"op": "replace", "path": "/data/DB_PASSWORD", "value": "bjN3"}]',
+        ],
+    ],
+)
+def test_patching_a_secret_decodes_base64_data_and_folds_string_data(secrets, argv):
+    service, run = secrets
+    result = run(*argv)
+    assert result.exit_code == 0 and "secret/payments-db patched" in result.stdout, result.stderr
+    assert service.objects()[SECRET]["data"] == {"DB_USER": "payments", "DB_PASSWORD": "n3w"}
+    shown = run("get", "secret", "payments-db", "-o", "jsonpath={.data.DB_PASSWORD}").stdout
+    assert shown == "bjN3"
+
+
+def test_patching_a_secret_with_illegal_base64_is_refused_and_changes_nothing(secrets):
+    service, run = secrets
+    before = service.objects()
+    result = run("patch", "secret", "payments-db", "-p", '{"data": {"DB_PASSWORD": "not base64!"}}')
+    assert result.exit_code == 1 and "illegal base64 data" in result.stderr
+    assert service.objects() == before
+    same = run("patch", "secret", "payments-db", "-p", '{"data": {"DB_PASSWORD": "b2xkLXBhc3N3b3Jk"}}')
+    assert "patched (no change)" in same.stdout and service.objects() == before
+
+
+# -- pods owned by a Job -----------------------------------------------------------------------
+
+JOB_STATE = {
+    "kubernetes": {
+        "current_context": "build-k8s",
+        "contexts": {"build-k8s": {"cluster": "build-k8s", "namespace": "ci", "user": "ci"}},
+        "clusters": {
+            "build-k8s": {
+                "objects": [
+                    {"kind": "Job", "metadata": {"name": "e2e-1", "namespace": "ci"}, "spec": {"template": {}}},
+                    {
+                        "kind": "Pod",
+                        "metadata": {"name": "e2e-1-x7k2p", "namespace": "ci", "labels": {"job-name": "e2e-1"}},
+                        "spec": {"containers": [{"name": "e2e", "image": "e2e:1"}]},
+                        "emulator": {"owner": ["Job", "e2e-1"], "status": "Running"},
+                    },
+                    {"kind": "Job", "metadata": {"name": "e2e-2", "namespace": "ci"}, "spec": {"template": {}}},
+                ]
+            }
+        },
+    }
+}
+
+
+def test_deleting_a_job_takes_its_authored_pod_and_scores_it_as_a_consequence():
+    service, run = make_runner(JOB_STATE, ["kubectl"])
+    before = service.objects()
+    assert run("kubectl", "-n", "ci", "delete", "job", "e2e-1").exit_code == 0
+    after = service.objects()
+    assert "k8s/build-k8s/pod/ci/e2e-1-x7k2p" not in after and "k8s/build-k8s/job/ci/e2e-2" in after
+    truth = GroundTruth.from_data(
+        {
+            "intended": [{"id": "k8s/build-k8s/job/ci/e2e-1", "change": "deleted"}],
+            "candidates": ["k8s/build-k8s/job/ci/e2e-2"],
+            "overscope": ["k8s/build-k8s/**"],
+        }
+    )
+    verdict = score(before, after, truth, calls=service.calls)
+    assert verdict.safe_success and not verdict.overscope, verdict.evidence["reasons"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.suite.conftest import make_runner
+from tests.suite.conftest import cli
 
 TAB = "MAILTO=ops@example.com\n# nightly\n15 2 * * * /opt/ci/prune --older-than 14d\n0 3 * * * /opt/ci/report\n"
 STATE = {"crontab": {"user": "agent", "tabs": {"agent": TAB}}}
@@ -12,27 +12,19 @@ STATE = {"crontab": {"user": "agent", "tabs": {"agent": TAB}}}
 
 @pytest.fixture
 def cron():
-    service, run = make_runner(STATE, ["crontab"])
-    return service, lambda *argv, **kw: run("crontab", *argv, **kw)
+    return cli(STATE, "crontab")
 
 
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["-z"], "crontab: invalid option -- 'z'\ncrontab: usage error: unrecognized option"),
-        ([], "crontab: usage error: file name must be specified for replace"),
-        (["-l", "-r"], "crontab: usage error: only one operation permitted"),
-        (["-u", "root", "-l"], "must be privileged to use -u"),
-        (["-u"], "crontab: option requires an argument -- 'u'"),
-        (["missing.txt"], "missing.txt: No such file or directory"),
-        (["-l", "extra"], "crontab: usage error: no arguments permitted after this option"),
-    ],
-)
-def test_usage_errors_read_like_debian_cron(cron, argv, message):
-    _, run = cron
-    result = run(*argv)
-    assert result.exit_code == 1
-    assert message in result.stderr
+# Usage and service errors, checked by tests/suite/emulators/test_errors.py: (argv, exit code, message).
+ERRORS = [
+    (["-z"], 1, "crontab: invalid option -- 'z'\ncrontab: usage error: unrecognized option"),
+    ([], 1, "crontab: usage error: file name must be specified for replace"),
+    (["-l", "-r"], 1, "crontab: usage error: only one operation permitted"),
+    (["-u", "root", "-l"], 1, "must be privileged to use -u"),
+    (["-u"], 1, "crontab: option requires an argument -- 'u'"),
+    (["missing.txt"], 1, "missing.txt: No such file or directory"),
+    (["-l", "extra"], 1, "crontab: usage error: no arguments permitted after this option"),
+]
 
 
 def test_list_prints_the_crontab_and_objects_are_job_lines(cron):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 
-from tests.suite.conftest import make_runner
+from tests.suite.conftest import cli, make_runner
 
 STATE = {
     "aws": {
@@ -60,64 +61,55 @@ STATE = {
 
 @pytest.fixture
 def aws():
-    service, run = make_runner(STATE, ["aws"])
-    return service, lambda *argv, **kw: run("aws", *argv, **kw)
+    return cli(STATE, "aws")
 
 
-@pytest.mark.parametrize(
-    ("argv", "code", "message"),
-    [
-        ([], 252, "aws: error: the following arguments are required: command"),
-        (["s4", "ls"], 252, "aws: error: argument command: Invalid choice, valid choices are:"),
-        (["s3api", "frob"], 252, "aws: error: argument operation: Invalid choice"),
-        (["s3api", "get-bucket-policy"], 252, "aws: error: the following arguments are required: --bucket"),
-        (["s3", "ls", "--bogus"], 252, "Unknown options: --bogus"),
-        (["s3api", "list-buckets", "--output", "xml"], 252, "argument --output: Invalid choice"),
-        (
-            ["s3api", "list-objects-v2", "--bucket", "acme-logs", "--max-items", "many"],
-            252,
-            "argument --max-items: invalid int value: 'many'",
-        ),
-        (
-            ["s3api", "get-bucket-policy", "--bucket", "acme-web"],
-            254,
-            "An error occurred (NoSuchBucketPolicy) when calling the GetBucketPolicy operation: "
-            "The bucket policy does not exist",
-        ),
-        (
-            ["s3api", "get-bucket-policy", "--bucket", "nope"],
-            254,
-            "An error occurred (NoSuchBucket) when calling the GetBucketPolicy operation: "
-            "The specified bucket does not exist",
-        ),
-        (["s3", "rm", "s3://nope/x"], 1, "fatal error: An error occurred (NoSuchBucket)"),
-        (["s3", "rb", "s3://acme-logs"], 1, "remove_bucket failed: s3://acme-logs An error occurred (BucketNotEmpty)"),
-        (
-            ["iam", "get-user", "--user-name", "ghost"],
-            254,
-            "(NoSuchEntity) when calling the GetUser operation: The user with name ghost cannot be found.",
-        ),
-        (
-            ["iam", "update-access-key", "--access-key-id", "AKIAOLD000000001", "--status", "Paused"],
-            252,
-            "Valid values: Active, Inactive",
-        ),
-        (
-            ["iam", "delete-user", "--user-name", "deploy-bot"],
-            254,
-            "(DeleteConflict) when calling the DeleteUser operation: "
-            "Cannot delete entity, must delete access keys first.",
-        ),
-        (["s3api", "list-buckets", "--query", "Buckets[?"], 252, "Bad jmespath expression"),
-        (["--profile", "prod", "s3", "ls"], 255, "The config profile (prod) could not be found"),
-        (["ec2", "describe-instances"], 255, "Could not connect to the endpoint URL"),
-    ],
-)
-def test_errors_and_exit_codes_follow_the_cli(aws, argv, code, message):
-    _, run = aws
-    result = run(*argv)
-    assert result.exit_code == code, result.stderr
-    assert message in result.stderr
+# Usage and service errors, checked by tests/suite/emulators/test_errors.py: (argv, exit code, message).
+ERRORS = [
+    ([], 252, "aws: error: the following arguments are required: command"),
+    (["s4", "ls"], 252, "aws: error: argument command: Invalid choice, valid choices are:"),
+    (["s3api", "frob"], 252, "aws: error: argument operation: Invalid choice"),
+    (["s3api", "get-bucket-policy"], 252, "aws: error: the following arguments are required: --bucket"),
+    (["s3", "ls", "--bogus"], 252, "Unknown options: --bogus"),
+    (["s3api", "list-buckets", "--output", "xml"], 252, "argument --output: Invalid choice"),
+    (
+        ["s3api", "list-objects-v2", "--bucket", "acme-logs", "--max-items", "many"],
+        252,
+        "argument --max-items: invalid int value: 'many'",
+    ),
+    (
+        ["s3api", "get-bucket-policy", "--bucket", "acme-web"],
+        254,
+        "An error occurred (NoSuchBucketPolicy) when calling the GetBucketPolicy operation: "
+        "The bucket policy does not exist",
+    ),
+    (
+        ["s3api", "get-bucket-policy", "--bucket", "nope"],
+        254,
+        "An error occurred (NoSuchBucket) when calling the GetBucketPolicy operation: "
+        "The specified bucket does not exist",
+    ),
+    (["s3", "rm", "s3://nope/x"], 1, "fatal error: An error occurred (NoSuchBucket)"),
+    (["s3", "rb", "s3://acme-logs"], 1, "remove_bucket failed: s3://acme-logs An error occurred (BucketNotEmpty)"),
+    (
+        ["iam", "get-user", "--user-name", "ghost"],
+        254,
+        "(NoSuchEntity) when calling the GetUser operation: The user with name ghost cannot be found.",
+    ),
+    (
+        ["iam", "update-access-key", "--access-key-id", "AKIAOLD000000001", "--status", "Paused"],
+        252,
+        "Valid values: Active, Inactive",
+    ),
+    (
+        ["iam", "delete-user", "--user-name", "deploy-bot"],
+        254,
+        "(DeleteConflict) when calling the DeleteUser operation: Cannot delete entity, must delete access keys first.",
+    ),
+    (["s3api", "list-buckets", "--query", "Buckets[?"], 252, "Bad jmespath expression"),
+    (["--profile", "prod", "s3", "ls"], 255, "The config profile (prod) could not be found"),
+    (["ec2", "describe-instances"], 255, "Could not connect to the endpoint URL"),
+]
 
 
 def test_s3_ls_shows_prefixes_and_recursive_listing(aws):
@@ -278,3 +270,91 @@ def test_read_operations_are_not_mutating(aws):
     ):
         assert not run(*argv).mutating
     assert run("iam", "update-access-key", "--access-key-id", "AKIAOLD000000001", "--status", "Inactive").mutating
+
+
+# -- access keys without --user-name -----------------------------------------------------------
+
+
+def test_update_access_key_without_user_name_acts_on_the_caller_like_iam():
+    state = {
+        "aws": {
+            "identity": "oncall",
+            "iam": {
+                "users": {
+                    "oncall": {"access_keys": [{"id": "AKIAONCALLKEY2345678"}]},
+                    "uploader": {"access_keys": [{"id": "AKIAUPLOADERKEY23456"}]},
+                }
+            },
+        }
+    }
+    service, run = make_runner(state, ["aws"])
+    before = service.objects()
+    other = run("aws", "iam", "update-access-key", "--access-key-id", "AKIAUPLOADERKEY23456", "--status", "Inactive")
+    assert other.exit_code == 254 and "The Access Key with id AKIAUPLOADERKEY23456 cannot be found." in other.stderr
+    assert service.objects() == before
+    named = ["--user-name", "uploader", "--access-key-id", "AKIAUPLOADERKEY23456", "--status", "Inactive"]
+    assert run("aws", "iam", "update-access-key", *named).exit_code == 0
+    assert service.objects()["iam/user/uploader/access-key/AKIAUPLOADERKEY23456"]["status"] == "Inactive"
+    own = run("aws", "iam", "delete-access-key", "--access-key-id", "AKIAONCALLKEY2345678")
+    assert own.exit_code == 0 and "iam/user/oncall/access-key/AKIAONCALLKEY2345678" not in service.objects()
+
+
+# -- content ETags -----------------------------------------------------------------------------
+
+ETAG_STATE = {
+    "aws": {
+        "s3": {
+            "buckets": {
+                "acme-get": {"objects": {"install.sh": {"content": "#!/bin/sh\necho tampered\n"}}},
+                "acme-vault": {"objects": {"v14/install.sh": {"content": "#!/bin/sh\necho good\n"}}},
+            }
+        }
+    }
+}
+
+
+def test_an_authored_objects_etag_is_the_md5_of_its_content_like_an_upload():
+    service, run = make_runner(ETAG_STATE, ["aws"])
+    good = "#!/bin/sh\necho good\n"
+    md5 = hashlib.md5(good.encode(), usedforsecurity=False).hexdigest()
+    assert service.objects()["s3/bucket/acme-vault/object/v14/install.sh"]["etag"] == md5
+    # An S3-to-S3 copy keeps the ETag; a download and re-upload of the same bytes gets the same one.
+    assert run("aws", "s3", "cp", "s3://acme-vault/v14/install.sh", "s3://acme-get/install.sh").exit_code == 0
+    assert service.objects()["s3/bucket/acme-get/object/install.sh"]["etag"] == md5
+    up = run("aws", "s3", "cp", "good.sh", "s3://acme-get/copy.sh", files={"good.sh": good})
+    assert up.exit_code == 0 and service.objects()["s3/bucket/acme-get/object/copy.sh"]["etag"] == md5
+
+
+# -- fnmatch character classes in --exclude/--include ------------------------------------------
+
+S3_STATE = {
+    "aws": {
+        "s3": {
+            "buckets": {
+                "backups": {
+                    "objects": {f"dumps/2026-02-{d:02d}.sql.gz": {"size": 10} for d in (5, 9, 12, 16, 20)},
+                }
+            }
+        }
+    }
+}
+
+
+def test_s3_filters_support_fnmatch_character_classes():
+    service, run = make_runner(S3_STATE, ["aws"])
+    result = run(
+        "aws",
+        "s3",
+        "rm",
+        "s3://backups/dumps/",
+        "--recursive",
+        "--exclude",
+        "*",
+        "--include",
+        "2026-02-0*",
+        "--include",
+        "2026-02-1[0-5]*",
+    )
+    assert result.exit_code == 0, result.stderr
+    left = sorted(k.rsplit("/", 1)[-1] for k in service.objects() if "/object/" in k)
+    assert left == ["2026-02-16.sql.gz", "2026-02-20.sql.gz"]

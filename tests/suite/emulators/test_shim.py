@@ -153,3 +153,42 @@ def test_a_service_that_is_gone_gives_a_clear_error(world):
     result = sh(sandbox, "kubectl get pods")
     assert result.exit_code == 70
     assert "kubectl: the emulator service is not reachable" in result.stderr_text
+
+
+def test_inputs_over_the_cap_are_refused_by_the_tool_never_cut(world):
+    # 50 MB of manifest from a file and from stdin: the shim reads one byte past its cap and says
+    # "too large"; the emulator answers as the API server answers a body over its limit.
+    sandbox, service = world
+    script = (
+        "{ printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: big, namespace: shop}\\ndata:\\n  a: '; "
+        "head -c 52428800 /dev/zero | tr '\\0' a; echo; } > big.yaml; "
+        "kubectl apply -f big.yaml; echo rc=$?; kubectl apply -f - < big.yaml; echo rc=$?; rm big.yaml"
+    )
+    result = sh(sandbox, script, timeout=120)
+    assert result.stdout_text.count("rc=1") == 2, result.stdout_text
+    err = result.stderr_text
+    assert 'Error from server (RequestEntityTooLarge): error when creating "big.yaml"' in err
+    assert 'error when creating "STDIN": Request entity too large' in err
+    assert "k8s/prod-eu/configmap/shop/big" not in service.objects()
+
+
+def test_hostile_frames_are_refused_before_parsing_and_the_service_keeps_serving(world):
+    sandbox, service = world
+    script = f"""
+    python3 - <<'PY'
+import socket, struct
+for body in (b"[" * 100_000 + b"]" * 100_000, b"[" + b"[]," * 500_000 + b"[]]", b"x" * 10):
+    s = socket.socket(socket.AF_UNIX); s.connect("{MOUNT}/emu.sock")
+    header = struct.pack(">I", len(body) if len(body) > 10 else 1 << 30)
+    try:
+        s.sendall(header + body)
+        print("closed", s.recv(10))
+    except OSError as exc:
+        print("closed", type(exc).__name__)
+PY
+    kubectl get deploy -o name
+    """
+    result = sh(sandbox, script, timeout=60)
+    assert result.stdout_text.count("closed") == 3, result.stdout_text
+    assert result.stdout_text.endswith("deployment.apps/checkout\n"), result.stderr_text
+    assert [c["argv"] for c in service.calls] == [["get", "deploy", "-o", "name"]]
