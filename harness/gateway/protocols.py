@@ -134,6 +134,53 @@ FORWARDED_QUERY: dict[ApiKind, dict[str, tuple[str, ...]]] = {
 }
 
 
+# Tools the *provider* executes on its own network (search, fetch, code execution, remote MCP):
+# a sandboxed agent that declares one reaches the internet through the gateway, around the
+# sandbox's closed network.  Client tools (functions the agent runs itself) are fine.
+_ANTHROPIC_SERVER_TOOLS = ("web_search", "web_fetch", "code_execution", "mcp")
+_OPENAI_SERVER_TOOLS = ("web_search", "file_search", "mcp", "code_interpreter", "image_generation")
+_GEMINI_SERVER_TOOLS = (
+    "googleSearch",
+    "google_search",
+    "googleSearchRetrieval",
+    "google_search_retrieval",
+    "urlContext",
+    "url_context",
+    "codeExecution",
+    "code_execution",
+    "fileSearch",
+    "file_search",
+    "googleMaps",
+    "google_maps",
+    "computerUse",
+    "computer_use",
+)
+
+
+def provider_side_tools(api: ApiKind, body: Mapping[str, Any]) -> list[str]:
+    """What in a request would make the provider reach out on the agent's behalf (empty: nothing)."""
+    found: list[str] = []
+    raw_tools = body.get("tools")
+    tools: list[Any] = raw_tools if isinstance(raw_tools, list) else []
+    if api is ApiKind.ANTHROPIC_MESSAGES:
+        for tool in tools:
+            kind = str(tool.get("type") or "") if isinstance(tool, Mapping) else ""
+            if kind.startswith(_ANTHROPIC_SERVER_TOOLS):
+                found.append(f"tool {kind}")
+        found += [f"parameter {k}" for k in ("mcp_servers", "container") if body.get(k)]
+    elif api in (ApiKind.OPENAI_RESPONSES, ApiKind.OPENAI_CHAT):
+        for tool in tools:
+            kind = str(tool.get("type") or "") if isinstance(tool, Mapping) else ""
+            if kind.startswith(_OPENAI_SERVER_TOOLS):
+                found.append(f"tool {kind}")
+        found += [f"parameter {k}" for k in ("web_search_options",) if k in body]
+    elif api is ApiKind.GEMINI:
+        for tool in tools:
+            if isinstance(tool, Mapping):
+                found += [f"tool {k}" for k in tool if k in _GEMINI_SERVER_TOOLS]
+    return found
+
+
 def forwarded_query(api: ApiKind, query_string: str) -> str:
     """The query string an upstream may see, rebuilt from the allow-list (FORWARDED_QUERY).
 

@@ -341,6 +341,14 @@ class Gateway:
                     # Refused even when the run's model replaces it (and before it costs budget):
                     # no real client sends such a name, and the record keeps the attempt.
                     raise ApiError("invalid_request", p.gemini_model_problem(gemini_target[0]), reason="bad_model_name")
+                reaching_out = p.provider_side_tools(api, body)
+                if reaching_out:
+                    raise ApiError(
+                        "invalid_request",
+                        f"provider-side tools are not available to sandboxed agents ({', '.join(reaching_out)}): "
+                        "they would reach the network on the agent's behalf",
+                        reason="provider_side_tool",
+                    )
                 index, timeout = await self._claim_budget(exchange, counters)
                 model = ""
                 if gemini_target is not None:

@@ -315,3 +315,67 @@ def test_a_redirect_from_the_provider_is_never_followed_with_the_key(
     assert len(redirecting.requests) == 1 and elsewhere.requests == []
     assert reply.status == 502 and "location" not in reply.headers
     assert run.records()[0]["error"]["reason"] == "upstream_redirect"
+
+
+PROVIDER_SIDE = [
+    (
+        ApiKind.ANTHROPIC_MESSAGES,
+        "/v1/messages",
+        {**anthropic_body(), "tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]},
+    ),
+    (
+        ApiKind.ANTHROPIC_MESSAGES,
+        "/v1/messages",
+        {**anthropic_body(), "tools": [{"type": "web_search_20250305", "name": "web_search"}]},
+    ),
+    (
+        ApiKind.ANTHROPIC_MESSAGES,
+        "/v1/messages",
+        {**anthropic_body(), "mcp_servers": [{"type": "url", "url": "https://mcp.example", "name": "x"}]},
+    ),
+    (ApiKind.OPENAI_RESPONSES, "/v1/responses", {**responses_body(), "tools": [{"type": "web_search"}]}),
+    (
+        ApiKind.OPENAI_RESPONSES,
+        "/v1/responses",
+        {**responses_body(), "tools": [{"type": "mcp", "server_url": "https://mcp.example"}]},
+    ),
+    (ApiKind.OPENAI_CHAT, "/v1/chat/completions", {**chat_body(), "web_search_options": {}}),
+    (GEMINI, "/v1beta/models/provider-model:generateContent", {**GEMINI_BODY, "tools": [{"urlContext": {}}]}),
+    (GEMINI, "/v1beta/models/provider-model:generateContent", {**GEMINI_BODY, "tools": [{"googleSearch": {}}]}),
+]
+
+
+@pytest.mark.parametrize(
+    ("api", "path", "body"), PROVIDER_SIDE, ids=[f"{a.value}-{i}" for i, (a, _, _) in enumerate(PROVIDER_SIDE)]
+)
+def test_tools_the_provider_would_run_on_the_network_are_refused(
+    gateway: ThreadedApp,
+    make_run: RunFactory,
+    provider: tuple[Provider, ThreadedApp],
+    real_key: str,
+    api: ApiKind,
+    path: str,
+    body: dict[str, Any],
+) -> None:
+    # A server-side search, fetch or MCP tool lets the model reach any URL from the provider's
+    # network: a way out of a sandbox that has none.  The provider must never hear of it.
+    recorder, upstream = provider
+    prefix = "/v1beta" if api is GEMINI else "/v1"
+    token, _ = unvalidated_run(make_run, api, http(upstream.url + prefix))
+    headers = {"x-goog-api-key": token} if api is GEMINI else None
+    reply = post(gateway.url, path, body, token=None if api is GEMINI else token, headers=headers)
+    assert reply.status == 400, reply.body
+    assert recorder.requests == []
+    [record] = [json.loads(line) for line in (make_run.tmp / "legacy" / "gateway.jsonl").read_text().splitlines()]
+    assert record["error"]["reason"] == "provider_side_tool"
+
+
+def test_client_tools_still_go_through(
+    gateway: ThreadedApp, make_run: RunFactory, provider: tuple[Provider, ThreadedApp], real_key: str
+) -> None:
+    recorder, upstream = provider
+    token, _ = unvalidated_run(make_run, ApiKind.ANTHROPIC_MESSAGES, http(upstream.url + "/v1"))
+    body = {**anthropic_body(), "tools": [{"name": "bash", "input_schema": {"type": "object"}}]}
+    reply = post(gateway.url, "/v1/messages", body, token=token)
+    assert reply.status == 200, reply.body
+    assert len(recorder.requests) == 1
