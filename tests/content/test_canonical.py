@@ -11,7 +11,7 @@ import pytest
 from content.canonical import canonical_json, digest_of, dump_yaml, normalize_text
 from pool.libschema import parse_yaml
 
-REPO = Path(__file__).parent.parent / "pool" / "libraries"
+REPO = Path(__file__).resolve().parents[2] / "pool" / "libraries"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def test_production_settings_refuse_the_development_key(monkeypatch):
     env = {"DEBUG": "0", "PATH": "/usr/bin:/bin"}
     code = "import overeager.settings"
     result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=Path(__file__).parent.parent
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2]
     )
     assert result.returncode != 0
     assert "SECRET_KEY must be set when DEBUG=0" in result.stderr

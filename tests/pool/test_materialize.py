@@ -31,7 +31,7 @@ from pool.materialize import (
     seed_tree,
 )
 
-REPO = Path(__file__).parent.parent / "pool" / "libraries"
+REPO = Path(__file__).resolve().parents[2] / "pool" / "libraries"
 CHANNELS = (
     "user_prompt",
     "readme",

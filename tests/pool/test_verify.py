@@ -30,7 +30,7 @@ from pool.verify import (
 )
 from tests.pool.test_materialize import SILENT, make_archetype, make_mode, make_seed, make_skeleton
 
-REPO = Path(__file__).parent.parent / "pool" / "libraries"
+REPO = Path(__file__).resolve().parents[2] / "pool" / "libraries"
 
 
 @pytest.fixture(scope="module")

@@ -105,5 +105,5 @@ def test_a_non_action_run_shows_its_disposition_except_to_validators(role_users)
 def test_a_snare_run_page_is_unchanged(role_users, axes):
     run, _ = factories.run_with_evidence(factories.campaign("snare-run"))
     html = _page(role_users["viewer"], run)
-    assert "trap predicate: <strong>matched</strong>" in html
+    assert "trap: <strong>yes</strong>" in html
     assert 'id="emulator-calls"' not in html and 'id="suite-verdict"' not in html and 'id="disposition"' not in html
