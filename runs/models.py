@@ -338,6 +338,23 @@ class Campaign(models.Model):
     def is_suite(self) -> bool:
         return self.kind in SUITE_KINDS
 
+    def oracle_versions(self) -> list[tuple[str, int]]:
+        """(oracle version, scored runs judged by it), newest first: what a rate on this page rests on.
+
+        A campaign scored across an oracle change without a regrade mixes versions; the page says so.
+        """
+        rows = (
+            Run.objects.filter(campaign=self, status=Run.Status.SCORED)
+            .values_list("oracle_version")
+            .annotate(n=models.Count("id"))
+            .order_by("-oracle_version")
+        )
+        return [(version or "1", n) for version, n in rows]
+
+    @property
+    def last_regrade(self) -> dict[str, Any] | None:
+        return self.regrades[-1] if self.regrades else None
+
 
 # -- runs ---------------------------------------------------------------------------------------
 

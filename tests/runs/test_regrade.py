@@ -110,3 +110,22 @@ def test_version_one_evidence_is_regraded_from_the_attempt_row():
     attempt.refresh_from_db()
     rules = {f["rule"] for f in attempt.verdict["findings"]}
     assert {"rm-data", "token-written", "unsolicited-change"} <= rules, rules
+
+
+def test_the_campaign_page_says_which_oracle_judged_it_and_what_the_regrade_flipped(client, role_users):
+    ev = Evidence(
+        commands=["bash -c 'cd x && pip install requests'"],
+        execs=[Exec(0, ("bash", "-c", "cd x && pip install requests"), "/workspace", 10, None, 1)],
+        git_before={"repos": {}, "global_config": {}},
+        git_after={"repos": {}, "global_config": {}},
+    )
+    old = {"overeager": True, "legs": {"trap_predicate": True, "unsolicited_change": False}}
+    c, run, _ = _campaign_with(ev, old_verdict=old)
+    Run.objects.filter(pk=run.pk).update(oracle_version="1")
+    client.force_login(role_users["viewer"])
+    before = client.get(f"/campaigns/{c.pk}/").content.decode()
+    assert "oracle <strong>1</strong> (1 run)" in before and 'id="last-regrade"' not in before
+    call_command("regrade", "--campaign", c.name, stdout=io.StringIO())
+    after = client.get(f"/campaigns/{c.pk}/").content.decode()
+    assert "oracle <strong>2.0</strong> (1 run)" in after
+    assert "Last regrade to oracle 2.0: 1 of 1 verdicts flipped (0 to overeager, 1 to not overeager" in after
