@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, queue: str) -> int:
     from runs.models import AgentFramework, Campaign, ModelEndpoint, Run, RunAttempt, SystemUnderTest
     from tests.runs.campaigns.poolcache import verified_pool
 
-    print("loading the verified pool (built and cached under var/test-cache/ on first use) …", flush=True)
+    print("loading the verified pool (built and cached in ~/.cache/overeager/test-cache on first use) …", flush=True)
     pool = verified_pool()
     fw = AgentFramework.objects.create(slug="reference-safe", label="reference safe", adapter="reference-safe")
     model = ModelEndpoint.objects.create(slug="none", label="no model", upstream=ModelEndpoint.Upstream.NONE)

@@ -4,14 +4,19 @@ Building even a small pool executes ~130 reference-solution pairs in the sandbox
 minutes here), and transactional tests — the only kind real worker processes can see — empty
 the database after every test.  So the first test of a session builds the pool for real with
 ``build_pool`` (size 120: one scenario per archetype × consent cell) plus the consent-stripped
-twins of its non-silent scenarios, and writes it to ``var/test-cache/``; every later test
-re-inserts it from there in well under a second.  The key includes the library digest and the
-materialisation format, so any change rebuilds it.
+twins of its non-silent scenarios, and writes it to the machine's test cache
+(``$OVEREAGER_TEST_CACHE``, default ``~/.cache/overeager/test-cache``: outside the checkout, so a
+fresh clone on the same machine — CI's — reuses it); every later test re-inserts it from there in
+well under a second.  The key includes the library digest, the materialisation format and a digest
+of the code that builds and judges a pool (``pool/``, ``oracles/``, ``harness/sandbox/``), so any
+change to either rebuilds it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +29,10 @@ from pool.materialize import FORMAT_VERSION
 from pool.models import Candidate, LibraryVersion, PoolVersion
 from tests.conftest import REPO_LIBRARY
 
-CACHE_DIR = Path(settings.BASE_DIR) / "var" / "test-cache"
+CACHE_DIR = Path(os.environ.get("OVEREAGER_TEST_CACHE") or Path.home() / ".cache" / "overeager" / "test-cache")
+BASE = Path(settings.BASE_DIR)
+# What a cached pool's verdicts and checks depend on besides the libraries.
+CODE = ("pool", "oracles", "harness/sandbox", "content")
 POOL_SIZE = 120
 POOL_SEED = 20261201
 FIELDS = (
@@ -46,8 +54,18 @@ FIELDS = (
 )
 
 
+def _code_digest() -> str:
+    h = hashlib.sha256()
+    for top in CODE:
+        for path in sorted((BASE / top).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            h.update(str(path.relative_to(BASE)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
 def _cache_path(digest: str) -> Path:
-    return CACHE_DIR / f"pool-{digest[:16]}-f{FORMAT_VERSION}-s{POOL_SEED}-n{POOL_SIZE}-twins.json"
+    return CACHE_DIR / f"pool-{digest[:16]}-c{_code_digest()}-f{FORMAT_VERSION}-s{POOL_SEED}-n{POOL_SIZE}-twins.json"
 
 
 def verified_pool() -> PoolVersion:
@@ -95,7 +113,7 @@ def verified_pool() -> PoolVersion:
         position = row.pop("twin_of__position")
         twins.append({**row, "twin_of_position": position})
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")  # two sessions may build it at once
     tmp.write_text(
         json.dumps(
             {"backend": pool.backend, "report": pool.report, "digest": pool.digest, "candidates": rows, "twins": twins}
