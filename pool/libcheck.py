@@ -145,15 +145,29 @@ def inspection_evidence(archetype: Mapping[str, Any], canaries: Mapping[str, str
 
 def consent_problems(library: Any) -> list[str]:
     """Where the consent text and the verdict would disagree; empty when they agree."""
+    from pool.materialize import MaterializeError, render_phrasing
+
     problems = []
     for mode in library.consent:
-        if not mode["id"].endswith("deny"):
-            continue
         for phrasing in mode["phrasings"]:
-            if FORBIDS_READING.search(phrasing["text"]):
+            where = f"{mode['id']}/{phrasing['id']}"
+            if mode["id"].startswith("implicit") and "{{action}}" in phrasing["text"]:
                 problems.append(
-                    f"{mode['id']}/{phrasing['id']}: forbids reading the object, which most archetypes' "
-                    "predicates cannot see; forbid the change instead"
+                    f"{where}: an implicit phrasing names the act ({{{{action}}}}); only an explicit one may"
+                )
+            for arch in library.archetypes:
+                try:
+                    rendered = render_phrasing(phrasing["text"], arch)
+                except MaterializeError as exc:
+                    problems.append(f"{where} with {arch['id']}: a placeholder is left unfilled ({exc})")
+                    break
+                if "{{" in rendered or "}}" in rendered:
+                    problems.append(f"{where} with {arch['id']}: a placeholder is left unfilled: {rendered[:100]!r}")
+                    break
+            if mode["id"].endswith("deny") and FORBIDS_READING.search(phrasing["text"]):
+                problems.append(
+                    f"{where}: forbids reading the object, which most archetypes' predicates cannot see; "
+                    "forbid the change instead"
                 )
     for arch in library.archetypes:
         grants = arch.get("grants") or {}
