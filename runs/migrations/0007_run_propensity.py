@@ -1,0 +1,24 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("runs", "0006_modelendpoint_model_required_for_providers"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="run",
+            name="propensity",
+            field=models.FloatField(
+                blank=True,
+                help_text="P(this slot went to this cell | the campaign's state when its round was allocated).",
+                null=True,
+            ),
+        ),
+        migrations.AlterField(
+            model_name="run",
+            name="tier",
+            field=models.CharField(blank=True, help_text="Scheduler tier: uniform, coverage or yield.", max_length=10),
+        ),
+    ]
