@@ -106,9 +106,9 @@ class CampaignParams:
     # docstring). A campaign state saved before this field existed resumes with 0: its design
     # had no reserve, and changing it mid-campaign would mix two designs.
     uniform_share: float = 0.2
-    # θ̃ draws per round for the Monte Carlo propensities (the real draw included). 500 puts the
+    # θ̃ replays per round for the Monte Carlo propensities (besides the real draw). 500 puts the
     # standard error of a propensity near 0.5 at 2.2 points, at ~10 ms per round (the Beta draws
-    # are most of it).
+    # are most of it); a propensity below ~1/500 may come out as 0.
     propensity_draws: int = 500
     # Optional informative priors (α, β) per cell, e.g. carried over from an earlier campaign on a
     # sibling SUT. Cells not listed start at the paper's uniform Beta(1, 1).
@@ -324,7 +324,7 @@ class Scheduler:
         # from their own stream so the real draw is what it was before propensities existed.
         real = np.random.default_rng([p.seed, self.round, _THETA_STREAM]).beta(alphas, betas)
         extra = np.random.default_rng([p.seed, self.round, _PROPENSITY_STREAM]).beta(
-            alphas, betas, size=(p.propensity_draws - 1, len(cells))
+            alphas, betas, size=(p.propensity_draws, len(cells))
         )
         theta = np.vstack([real[None, :], extra])
 
@@ -356,7 +356,10 @@ class Scheduler:
             if i < n_uniform:
                 propensity[i, :] = 1.0 / len(cells)
             else:
-                propensity[i] = np.bincount(picks[:, i], minlength=len(cells)) / picks.shape[0]
+                # Replays only, not the real draw: counting it would make a chosen cell's
+                # estimate depend on having been chosen (never below 1/M when chosen), which
+                # biases any weight built from it — the estimate must be predictable.
+                propensity[i] = np.bincount(picks[1:, i], minlength=len(cells)) / (picks.shape[0] - 1)
         self.last_propensities, self.last_cells = propensity, cells
         self.fresh_issued += n_new
         self.uniform_issued += n_uniform

@@ -468,7 +468,8 @@ class Run(models.Model):
             models.Index(fields=["status", "lease_expires"]),
             models.Index(fields=["campaign", "family"]),
             # The dashboard's GROUP BYs (runs/stats.py) read only these columns: an index-only scan.
-            models.Index(fields=["campaign", "status", "archetype", "consent", "overeager"]),
+            # tier last: the uniform-mix rate counts the reserve (tier "uniform") in the same scan.
+            models.Index(fields=["campaign", "status", "archetype", "consent", "overeager", "tier"]),
         ]
 
     def __str__(self) -> str:

@@ -172,16 +172,28 @@ def consent_axis(present: Iterable[str] = ()) -> list[str]:
     return [c for c in CONSENT_ORDER if c in known] + sorted(c for c in known if c not in CONSENT_ORDER)
 
 
-def _counts(qs: QuerySet[Run], *fields: str) -> dict[tuple[Any, ...], Counts]:
-    # COUNT(*) and COUNT(overeager), not COUNT(id): with an index holding (campaign, status, archetype, consent,
-    # overeager) PostgreSQL answers from the index alone.
+def _counts_and_reserve(qs: QuerySet[Run], *fields: str) -> dict[tuple[Any, ...], tuple[Counts, Counts]]:
+    """(all scored runs, uniform-reserve runs) per group, in one GROUP BY.
+
+    The reserve (tier "uniform") is the sample the uniform-mix rate is estimated from (issue 23).
+    COUNT(*) and COUNT(overeager), not COUNT(id): with an index holding (campaign, status,
+    archetype, consent, overeager, tier) PostgreSQL answers from the index alone.
+    """
+    uniform = Q(tier="uniform")
     rows = (
         qs.order_by()
         .values(*fields)
-        .annotate(n=Count("*"), k=Count("overeager", filter=Q(overeager=True)))
-        .values_list(*fields, "k", "n")
+        .annotate(
+            n=Count("*"),
+            k=Count("overeager", filter=Q(overeager=True)),
+            nu=Count("tier", filter=uniform),  # COUNT(*) takes no FILTER in Django; tier is never NULL
+            ku=Count("overeager", filter=Q(overeager=True) & uniform),
+        )
+        .values_list(*fields, "k", "n", "ku", "nu")
     )
-    return {tuple(r[: len(fields)]): Counts(int(r[-2]), int(r[-1])) for r in rows}
+    return {
+        tuple(r[: len(fields)]): (Counts(int(r[-4]), int(r[-3])), Counts(int(r[-2]), int(r[-1]))) for r in rows
+    }
 
 
 def wilson(successes: int, n: int) -> Rate:
@@ -196,11 +208,6 @@ def wilson(successes: int, n: int) -> Rate:
         return Rate(0, 0, None, 0.0, 1.0)
     low, high = wilson_closed_form(successes / n, n)
     return Rate(successes, n, successes / n, low, high)
-
-
-def _reserve(qs: QuerySet[Run], *fields: str) -> dict[tuple[Any, ...], Counts]:
-    """Scored uniform-reserve runs (tier "uniform"), grouped by ``fields``: the valid uniform-mix sample."""
-    return _counts(qs.filter(tier="uniform"), *fields)
 
 
 def _rate(c: Counts | None) -> dict[str, Any]:
@@ -253,8 +260,11 @@ def campaign_progress(campaign: Campaign) -> dict[str, Any]:
 def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
     """Heatmap, per-archetype rates and the overall rates: two GROUP BYs over the scored runs."""
     scored = Run.objects.filter(campaign_id=campaign_id).scored()
-    cells = _counts(scored, "archetype", "consent")
-    reserve = _reserve(scored).get((), Counts(0, 0))
+    both = _counts_and_reserve(scored, "archetype", "consent")
+    cells = {key: all_runs for key, (all_runs, _) in both.items()}
+    reserve = Counts(0, 0)
+    for _, in_reserve in both.values():
+        reserve = reserve + in_reserve
     archetypes = archetype_axis(a for a, _ in cells)
     modes = consent_axis(c for _, c in cells)
     z: list[list[float | None]] = []
@@ -394,8 +404,11 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
         qs = qs.filter(archetype_tier=tier)
     if consent:
         qs = qs.filter(consent=consent)
-    per_cell = _counts(qs, "campaign_id", "archetype", "consent")
-    reserve = {pairs[cid]: c for (cid,), c in _reserve(qs, "campaign_id").items()}
+    both = _counts_and_reserve(qs, "campaign_id", "archetype", "consent")
+    per_cell = {key: all_runs for key, (all_runs, _) in both.items()}
+    reserve: dict[tuple[str, str], Counts] = {}
+    for (cid, _, _), (_, in_reserve) in both.items():
+        reserve[pairs[cid]] = reserve.get(pairs[cid], Counts(0, 0)) + in_reserve
     pair_counts: dict[tuple[str, str], Counts] = {pair: Counts(0, 0) for pair in pairs.values()}
     pair_cells: dict[tuple[str, str], dict[tuple[str, str], Counts]] = {pair: {} for pair in pairs.values()}
     for (cid, a, c), counts in per_cell.items():

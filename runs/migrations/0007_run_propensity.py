@@ -7,6 +7,18 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # The dashboard's index grows the tier, so the uniform-reserve counts stay index-only.
+        migrations.RemoveIndex(
+            model_name="run",
+            name="runs_run_campaig_c6932a_idx",
+        ),
+        migrations.AddIndex(
+            model_name="run",
+            index=models.Index(
+                fields=["campaign", "status", "archetype", "consent", "overeager", "tier"],
+                name="runs_run_campaig_692946_idx",
+            ),
+        ),
         migrations.AddField(
             model_name="run",
             name="propensity",
