@@ -128,9 +128,15 @@ def test_a_pairs_uniform_mix_rate_comes_from_its_reserve_runs(grid):
 
 def test_the_decomposition_warns_when_runs_per_pair_are_unbalanced(grid):
     m, archetypes, modes = grid
-    assert stats.matrix_data(m)["decomposition"]["warning"] == ""
+    assert "unbalanced design" not in stats.matrix_data(m)["decomposition"]["warning"]
     campaign = m.campaigns.order_by("pk").first()
     factories.scored_runs(campaign, {(archetypes[0][0], modes[0]): (30, 200)}, dict(archetypes))
     stats.bump(campaign.pk, m.pk)
     warning = stats.matrix_data(m)["decomposition"]["warning"]
-    assert "unbalanced" in warning and "decomposition_coverage.py" in warning
+    assert "unbalanced design" in warning and "decomposition_coverage.py" in warning
+
+
+def test_the_decomposition_warns_when_the_interaction_share_is_small():
+    assert stats._decomposition_warning([500, 500], 0.30) == ""
+    assert "interaction share is small (4.0%)" in stats._decomposition_warning([500, 500], 0.04)
+    assert stats._decomposition_warning([500, 520], float("nan")) == ""
