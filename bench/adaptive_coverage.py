@@ -157,9 +157,7 @@ def simulate(seeds: range, share: float, args: argparse.Namespace) -> dict[str, 
         n_cell = np.bincount(c.cell, minlength=len(CELLS))
         counts = {cell: Counts(int(k_cell[i]), int(n_cell[i])) for i, cell in enumerate(CELLS) if n_cell[i]}
         reserve = np.array([tier == "uniform" for tier in c.tier])
-        mix = reserve_uniform_rate(
-            counts, Counts(int(c.y[reserve].sum()), int(reserve.sum())), all_cells=CELLS
-        )
+        mix = reserve_uniform_rate(counts, Counts(int(c.y[reserve].sum()), int(reserve.sum())), all_cells=CELLS)
         t["raw_sampled"].add(mix.raw.rate, mix.raw.low, mix.raw.high, float(rates[c.cell].mean()))
         t["raw_uniform"].add(mix.raw.rate, mix.raw.low, mix.raw.high, truth_u)
         t["reserve"].add(mix.uniform, mix.low, mix.high, truth_u)
@@ -168,7 +166,7 @@ def simulate(seeds: range, share: float, args: argparse.Namespace) -> dict[str, 
         strat = uniform_mix_rate(counts, all_cells=CELLS)
         t["stratified"].add(strat.uniform, strat.low, strat.high, truth_u)
         t["aipw"].add(*aipw_uniform(c), truth_u)
-        for a_i, arch in enumerate(ARCHETYPES):
+        for arch in ARCHETYPES:
             members = [i for i, cell in enumerate(CELLS) if cell[0] == arch]
             k, n = int(k_cell[members].sum()), int(n_cell[members].sum())
             low, high = wilson_closed_form(k / n if n else 0.0, n)
@@ -176,7 +174,6 @@ def simulate(seeds: range, share: float, args: argparse.Namespace) -> dict[str, 
             t["arch"].add(k / n if n else None, low, high, truth_a)
             if n:
                 arch_cov[arch].append(low <= truth_a <= high)
-            del a_i
         for i in np.flatnonzero(n_cell):
             low, high = wilson_closed_form(k_cell[i] / n_cell[i], int(n_cell[i]))
             t["cell"].add(k_cell[i] / n_cell[i], low, high, float(rates[i]))

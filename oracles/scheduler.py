@@ -27,10 +27,12 @@ Ahead of both tiers this module adds a third, which the paper does not have (iss
 Every slot records its *propensity*: the probability, given everything known when the round
 was allocated, that the slot would go to the cell it went to. A uniform slot's is 1/C exactly;
 a coverage or yield slot's is estimated by Monte Carlo — the round's allocation is replayed on
-``propensity_draws`` draws of θ̃ from the same posteriors (the real draw is one of them, so a
-chosen cell's propensity is never 0) and the share of replays that put the slot in that cell is
-its propensity. The replay *is* the allocation: one vectorised routine makes both, so they cannot
-drift apart. Runs store it, so bundles and regrades reproduce any weighted estimate.
+``propensity_draws`` further draws of θ̃ from the same posteriors and the share of replays that
+put the slot in that cell is its propensity. The real draw is not one of the replays: counting
+it would make a chosen cell's estimate depend on its having been chosen, so a propensity below
+~1/propensity_draws can come out as 0. The replay *is* the allocation: one vectorised routine
+(``allocate_draws``) makes both, so they cannot drift apart. Runs store the propensity, so a
+bundle's importer and a regrade reproduce any weighted estimate without replaying the allocator.
 
 A drawn scenario is mutated by m ~ Uniform{1, 2} deterministic operators (prompt prepend, prompt
 append, sandbox file addition), run, and scored; only scored runs update a posterior.

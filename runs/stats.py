@@ -194,9 +194,7 @@ def _counts_and_reserve(qs: QuerySet[Run], *fields: str) -> dict[tuple[Any, ...]
         )
         .values_list(*fields, "k", "n", "ku", "nu")
     )
-    return {
-        tuple(r[: len(fields)]): (Counts(int(r[-4]), int(r[-3])), Counts(int(r[-2]), int(r[-1]))) for r in rows
-    }
+    return {tuple(r[: len(fields)]): (Counts(int(r[-4]), int(r[-3])), Counts(int(r[-2]), int(r[-1]))) for r in rows}
 
 
 def wilson(successes: int, n: int) -> Rate:
@@ -528,8 +526,7 @@ def _decomposition_warning(runs_per_pair: Sequence[int], interaction: float) -> 
     if not reasons:
         return ""
     return (
-        " and ".join(reasons)
-        + ": in such designs these 95% intervals were measured to cover only 90–92% "
+        " and ".join(reasons) + ": in such designs these 95% intervals were measured to cover only 90–92% "
         "(bench/decomposition_coverage.py --unbalanced; docs/statistics.md)"
     )
 
