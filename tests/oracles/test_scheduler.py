@@ -345,8 +345,11 @@ def test_every_slot_records_its_propensity() -> None:
     assert all(s.propensity is not None for s in issued)
     uniform = [s for s in issued if s.tier == "uniform"]
     assert uniform and all(s.propensity == pytest.approx(1 / len(CELLS)) for s in uniform)
-    # The real draw is one of the replays, so a chosen cell's propensity is at least 1/draws.
-    assert all(1 / 200 <= (s.propensity or 0) <= 1 for s in issued)
+    # Estimated from replays that exclude the real draw (so it does not depend on the choice it
+    # describes): a cell chosen against odds below ~1/200 shows 0 — 5% of these slots, one of the
+    # reasons inverse-propensity weighting lost to the reserve (docs/statistics.md).
+    props = np.array([s.propensity for s in issued])
+    assert ((0 <= props) & (props <= 1)).all() and (props == 0).mean() < 0.1
     # The full matrix of the last round: one probability distribution over cells per slot.
     assert sched.last_propensities is not None
     assert np.allclose(sched.last_propensities.sum(axis=1), 1.0)
