@@ -8,6 +8,8 @@ Pure simulation, no sandbox: for each seed, plant per-cell trigger rates θ_c ~ 
 budget N twice on the same planted rates: once through `oracles.scheduler.Scheduler` (Bernoulli
 outcomes recorded round by round), once by drawing every run's cell uniformly at random.
 Targets (issue 6 §6): scheduler / uniform ≥ 1.4×, and every archetype ≥ q_floor scored runs.
+The scheduler runs as shipped, uniform reserve included (issue 23); bench/adaptive_coverage.py
+measures the same yield alongside the estimators' bias and coverage.
 """
 
 from __future__ import annotations

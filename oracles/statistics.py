@@ -147,6 +147,11 @@ def rates_by(counts: Mapping[K, Counts], group: Callable[[K], G], confidence: fl
 # Re-weighting to a uniform cell mix
 
 
+STRATIFIED = "stratified Wilson (equal cell weights, Kish effective n); valid only for fixed per-cell counts"
+RESERVE = "uniform reserve: Wilson on the outcome-independent uniform-tier runs"
+NO_RESERVE = "unavailable: no uniform-reserve runs (allocated without one), and no fixed-count estimator is valid"
+
+
 @dataclass(frozen=True)
 class ReweightedRate:
     """The raw (as-sampled) rate next to the rate re-weighted to a uniform mix of cells."""
@@ -158,7 +163,7 @@ class ReweightedRate:
     effective_n: float
     cells_with_data: int
     cells_without_data: int
-    method: str = "stratified Wilson (equal cell weights, Kish effective n)"
+    method: str = STRATIFIED
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -173,10 +178,53 @@ class ReweightedRate:
         }
 
 
+def reserve_uniform_rate(
+    cell_counts: Mapping[K, Counts],
+    reserve: Counts,
+    all_cells: Iterable[K] | None = None,
+    confidence: float = CONFIDENCE,
+) -> ReweightedRate:
+    """The uniform-cell-mix rate from a campaign's uniform reserve: valid under adaptive allocation.
+
+    ``cell_counts`` are all scored runs per cell (for the raw rate and the cell tallies);
+    ``reserve`` the scored runs of the uniform tier, whose cells the scheduler drew uniformly over
+    the pool's C cells from a stream no verdict reaches (``oracles.scheduler``). Each such run is
+    then an independent draw "pick a cell uniformly, run it": Bernoulli with success probability
+    p̄ = (1/C) Σ_c p_c exactly, whatever the other tiers did. So p̂ = k_u/n_u is unbiased for p̄
+    and the Wilson interval on (k_u, n_u) has its usual coverage — Horvitz–Thompson weighting
+    with the recorded propensity 1/C of every reserve run reduces to this unweighted mean.
+
+    Why not a fixed-count estimator on all runs (``uniform_mix_rate``): under Thompson sampling a
+    cell's run count depends on its verdicts (a cell that fails early stops being sampled), so
+    k_c/n_c is biased within each cell and the stratified mean inherits it (issue 23: −5 pp, 35%
+    coverage). Why not inverse-propensity weighting of every run: measured in
+    ``bench/adaptive_coverage.py`` (the table is in docs/statistics.md), it needs every cell to
+    keep a usable allocation probability in every round, which the coverage tier and Thompson
+    sampling deny. A campaign without reserve runs gets ``uniform=None`` and the uninformative
+    interval, with ``method`` saying why, rather than a number known to be biased.
+    """
+    total = Counts(0, 0)
+    for c in cell_counts.values():
+        total = total + c
+    raw = wilson(total.successes, total.n, confidence)
+    known = set(cell_counts) if all_cells is None else set(all_cells)
+    missing = sum(1 for key in known if key not in cell_counts or cell_counts[key].n == 0)
+    with_data = sum(1 for c in cell_counts.values() if c.n > 0)
+    if reserve.n == 0:
+        return ReweightedRate(raw, None, 0.0, 1.0, 0.0, with_data, missing, NO_RESERVE)
+    r = wilson(reserve.successes, reserve.n, confidence)
+    return ReweightedRate(raw, r.rate, r.low, r.high, float(reserve.n), with_data, missing, RESERVE)
+
+
 def uniform_mix_rate(
     cell_counts: Mapping[K, Counts], all_cells: Iterable[K] | None = None, confidence: float = CONFIDENCE
 ) -> ReweightedRate:
     """Rate re-weighted to a uniform mix of the cells that have data, with a stratified Wilson interval.
+
+    Valid only when each cell's run count is fixed in advance. It is *not* valid for a campaign
+    allocated by Thompson sampling, where counts depend on verdicts (issue 23): the dashboard uses
+    ``reserve_uniform_rate`` for those, and this function is kept for fixed designs and as the
+    baseline ``bench/adaptive_coverage.py`` measures the bias of.
 
     Thompson sampling over-samples high-yield cells, so the pooled rate Σk/Σn over-states the rate
     of a uniformly drawn cell. The stratified estimator (Cochran 1977, *Sampling Techniques* ch. 5)

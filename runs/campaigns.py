@@ -350,6 +350,7 @@ def _new_run(campaign: Campaign, alloc: Allocator, slot: Slot) -> Run:
         slot=slot.index,
         slot_attempt=slot.attempt,
         repeat=slot.repeat,
+        propensity=slot.propensity,
         mutations=slot.mutations.to_dict(),
         enqueued_at=timezone.now(),
         **plan_of(campaign.kind).run_fields(campaign, alloc, slot),

@@ -39,6 +39,14 @@ class CampaignStartForm(forms.Form):
     q_ceil = forms.IntegerField(min_value=1, initial=_DEFAULTS.q_ceil, label="q_ceil")
     seed = forms.IntegerField(min_value=0, initial=_DEFAULTS.seed)
     max_attempts = forms.IntegerField(min_value=1, max_value=20, initial=_DEFAULTS.max_attempts)
+    uniform_share = forms.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        initial=_DEFAULTS.uniform_share,
+        label="uniform reserve share",
+        help_text="Share of slots drawn uniformly over cells: the sample of the uniform-mix rate. 0: none.",
+    )
     backend = forms.ChoiceField(choices=[("auto", "auto"), ("docker", "docker"), ("bwrap", "bwrap")], initial="auto")
     simulation = forms.CharField(
         required=False,
@@ -107,6 +115,7 @@ class CampaignStartForm(forms.Form):
                 q_ceil=data["q_ceil"],
                 seed=data["seed"],
                 max_attempts=data["max_attempts"],
+                uniform_share=data.get("uniform_share"),
             )
         except CampaignError as exc:
             self.add_error(None, str(exc))

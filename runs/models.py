@@ -417,7 +417,14 @@ class Run(models.Model):
     slot_attempt = models.PositiveIntegerField(
         default=1, help_text="The allocator's attempt (bumped when an invalid run is retried)."
     )
-    tier = models.CharField(max_length=10, blank=True, help_text="Scheduler tier: coverage or yield.")
+    tier = models.CharField(max_length=10, blank=True, help_text="Scheduler tier: uniform, coverage or yield.")
+    # Stored so that a bundle's importer and a regrade reproduce any propensity-weighted estimate
+    # without replaying the allocator (issue 23). Null for allocators that record none.
+    propensity = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="P(this slot went to this cell | the campaign's state when its round was allocated).",
+    )
     repeat = models.BooleanField(default=False)
     mutations = models.JSONField(default=dict, blank=True, help_text="The mutation plan {operators, seed}.")
     # What was run (SNARE scenario or UnderSpecBench prompt), denormalised for GROUP BY.
@@ -478,7 +485,8 @@ class Run(models.Model):
             models.Index(fields=["status", "lease_expires"]),
             models.Index(fields=["campaign", "family"]),
             # The dashboard's GROUP BYs (runs/stats.py) read only these columns: an index-only scan.
-            models.Index(fields=["campaign", "status", "archetype", "consent", "overeager"]),
+            # tier last: the uniform-mix rate counts the reserve (tier "uniform") in the same scan.
+            models.Index(fields=["campaign", "status", "archetype", "consent", "overeager", "tier"]),
         ]
 
     def __str__(self) -> str:

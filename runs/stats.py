@@ -27,7 +27,8 @@ from django.core.cache import cache
 from django.db.models import Count, Q, QuerySet
 
 from oracles.fisher import pairwise_contrasts_batched
-from oracles.statistics import Counts, Rate, decompose, uniform_mix_rate, wilson_closed_form
+from oracles.statistics import RESERVE as RESERVE_LABEL
+from oracles.statistics import Counts, Rate, decompose, reserve_uniform_rate, wilson_closed_form
 from pool.models import Archetype, ConsentMode
 from runs.models import Campaign, Matrix, Run
 
@@ -39,6 +40,18 @@ COMPUTE_LOCK_SECONDS = 10
 WAIT_FOR_OTHER_SECONDS = 3.0
 TIERS = ("high", "medium", "long-tail")
 CONSENT_ORDER = ("explicit-deny", "implicit-deny", "silent", "implicit-allow", "explicit-allow")
+# Which estimator each number on the pages is (issue 23): the pages print these next to the
+# numbers. "As sampled" rates are the runs' own rates: under Thompson sampling they describe the
+# runs the campaign chose, not a uniformly drawn cell or consent mode (bench/adaptive_coverage.py).
+AS_SAMPLED = "as sampled: Wilson 95% on all scored runs (not re-weighted)"
+CELL_RATE = "as sampled: Wilson 95% on the cell's scored runs"
+ARCHETYPE_RATE = "as sampled: Wilson 95% pooled over the archetype's consent modes (not a uniform consent mix)"
+# Unbalanced designs (runs per pair varying by more than this ratio): the decomposition's bootstrap
+# interval was measured below nominal there (bench/decomposition_coverage.py --unbalanced).
+UNBALANCED_RATIO = 1.5
+# Likewise when the interaction share is small (planted ≈ 5%: the framework share's interval
+# covered 91.5%). Read off the corrected estimate, the only view of the truth the page has.
+SMALL_INTERACTION = 0.10
 
 
 # -- generations --------------------------------------------------------------------------------
@@ -162,16 +175,26 @@ def consent_axis(present: Iterable[str] = ()) -> list[str]:
     return [c for c in CONSENT_ORDER if c in known] + sorted(c for c in known if c not in CONSENT_ORDER)
 
 
-def _counts(qs: QuerySet[Run], *fields: str) -> dict[tuple[Any, ...], Counts]:
-    # COUNT(*) and COUNT(overeager), not COUNT(id): with an index holding (campaign, status, archetype, consent,
-    # overeager) PostgreSQL answers from the index alone.
+def _counts_and_reserve(qs: QuerySet[Run], *fields: str) -> dict[tuple[Any, ...], tuple[Counts, Counts]]:
+    """(all scored runs, uniform-reserve runs) per group, in one GROUP BY.
+
+    The reserve (tier "uniform") is the sample the uniform-mix rate is estimated from (issue 23).
+    COUNT(*) and COUNT(overeager), not COUNT(id): with an index holding (campaign, status,
+    archetype, consent, overeager, tier) PostgreSQL answers from the index alone.
+    """
+    uniform = Q(tier="uniform")
     rows = (
         qs.order_by()
         .values(*fields)
-        .annotate(n=Count("*"), k=Count("overeager", filter=Q(overeager=True)))
-        .values_list(*fields, "k", "n")
+        .annotate(
+            n=Count("*"),
+            k=Count("overeager", filter=Q(overeager=True)),
+            nu=Count("tier", filter=uniform),  # COUNT(*) takes no FILTER in Django; tier is never NULL
+            ku=Count("overeager", filter=Q(overeager=True) & uniform),
+        )
+        .values_list(*fields, "k", "n", "ku", "nu")
     )
-    return {tuple(r[: len(fields)]): Counts(int(r[-2]), int(r[-1])) for r in rows}
+    return {tuple(r[: len(fields)]): (Counts(int(r[-4]), int(r[-3])), Counts(int(r[-2]), int(r[-1]))) for r in rows}
 
 
 def wilson(successes: int, n: int) -> Rate:
@@ -236,8 +259,13 @@ def campaign_progress(campaign: Campaign) -> dict[str, Any]:
 
 
 def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
-    """Heatmap, per-archetype rates and the overall rates: one GROUP BY over the scored runs."""
-    cells = _counts(Run.objects.filter(campaign_id=campaign_id).scored(), "archetype", "consent")
+    """Heatmap, per-archetype rates and the overall rates: two GROUP BYs over the scored runs."""
+    scored = Run.objects.filter(campaign_id=campaign_id).scored()
+    both = _counts_and_reserve(scored, "archetype", "consent")
+    cells = {key: all_runs for key, (all_runs, _) in both.items()}
+    reserve = Counts(0, 0)
+    for _, in_reserve in both.values():
+        reserve = reserve + in_reserve
     archetypes = archetype_axis(a for a, _ in cells)
     modes = consent_axis(c for _, c in cells)
     z: list[list[float | None]] = []
@@ -258,7 +286,7 @@ def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
     for (a, _), c in cells.items():
         per_arch[a] = per_arch.get(a, Counts(0, 0)) + c
     all_cells = [(a, m) for a, _ in archetypes for m in modes]
-    mix = uniform_mix_rate(cells, all_cells=all_cells)
+    mix = reserve_uniform_rate(cells, reserve, all_cells=all_cells)
     return {
         "heatmap": {
             "x": modes,
@@ -269,11 +297,21 @@ def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
             "customdata": custom,
             "cells": len(all_cells),
             "cells_with_data": sum(1 for row in z for v in row if v is not None),
+            "estimator": CELL_RATE,
         },
-        "archetypes": [{"archetype": a, "tier": t, **_rate(per_arch.get(a))} for a, t in archetypes],
+        "archetypes": [
+            {"archetype": a, "tier": t, **_rate(per_arch.get(a)), "estimator": ARCHETYPE_RATE} for a, t in archetypes
+        ],
         "overall": {
             "raw": mix.raw.as_dict(),
-            "uniform": {"rate": mix.uniform, "low": mix.low, "high": mix.high, "effective_n": mix.effective_n},
+            "raw_method": AS_SAMPLED,
+            "uniform": {
+                "rate": mix.uniform,
+                "low": mix.low,
+                "high": mix.high,
+                "effective_n": mix.effective_n,
+                "reserve_runs": reserve.n,
+            },
             "cells_with_data": mix.cells_with_data,
             "cells_without_data": mix.cells_without_data,
             "method": mix.method,
@@ -367,7 +405,11 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
         qs = qs.filter(archetype_tier=tier)
     if consent:
         qs = qs.filter(consent=consent)
-    per_cell = _counts(qs, "campaign_id", "archetype", "consent")
+    both = _counts_and_reserve(qs, "campaign_id", "archetype", "consent")
+    per_cell = {key: all_runs for key, (all_runs, _) in both.items()}
+    reserve: dict[tuple[str, str], Counts] = {}
+    for (cid, _, _), (_, in_reserve) in both.items():
+        reserve[pairs[cid]] = reserve.get(pairs[cid], Counts(0, 0)) + in_reserve
     pair_counts: dict[tuple[str, str], Counts] = {pair: Counts(0, 0) for pair in pairs.values()}
     pair_cells: dict[tuple[str, str], dict[tuple[str, str], Counts]] = {pair: {} for pair in pairs.values()}
     for (cid, a, c), counts in per_cell.items():
@@ -385,7 +427,7 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
         for m in models:
             c = pair_counts.get((fw, m), Counts(0, 0))
             r = wilson(c.successes, c.n)
-            mix = uniform_mix_rate(pair_cells.get((fw, m), {}))
+            mix = reserve_uniform_rate(pair_cells.get((fw, m), {}), reserve.get((fw, m), Counts(0, 0)))
             z_row.append(r.rate)
             c_row.append([c.successes, c.n, r.low, r.high, mix.uniform, mix.low, mix.high])
             pair_rows.append(
@@ -396,6 +438,8 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
                     "uniform_rate": mix.uniform,
                     "uniform_low": mix.low,
                     "uniform_high": mix.high,
+                    "uniform_runs": int(mix.effective_n),
+                    "uniform_method": mix.method,
                     "present": (fw, m) in pair_cells,
                 }
             )
@@ -418,6 +462,8 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
             decomposition = {
                 "available": True,
                 "method": d.method,
+                # Said on the page rather than hidden: see UNBALANCED_RATIO and SMALL_INTERACTION.
+                "warning": _decomposition_warning([c.n for c in with_data.values()], d.interaction.corrected),
                 "n_boot": d.n_boot,
                 "confidence": d.confidence,
                 "shares": [
@@ -459,6 +505,8 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
             "z": z,
             # [overeager, scored, wilson low, wilson high, uniform-mix rate, its low, its high]
             "customdata": custom,
+            "estimator": AS_SAMPLED,
+            "uniform_estimator": RESERVE_LABEL,
         },
         "pairs": pair_rows,
         "decomposition": decomposition,
@@ -466,6 +514,21 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
         "significant": sum(1 for c in contrasts if c["significant"]),
         "overall": _rate(overall),
     }
+
+
+def _decomposition_warning(runs_per_pair: Sequence[int], interaction: float) -> str:
+    """The caution the matrix page prints under the decomposition, or "" when none applies."""
+    reasons = []
+    if max(runs_per_pair) > UNBALANCED_RATIO * min(runs_per_pair):
+        reasons.append(f"runs per pair range {min(runs_per_pair)}–{max(runs_per_pair)} (an unbalanced design)")
+    if interaction == interaction and interaction < SMALL_INTERACTION:
+        reasons.append(f"the interaction share is small ({interaction:.1%})")
+    if not reasons:
+        return ""
+    return (
+        " and ".join(reasons) + ": in such designs these 95% intervals were measured to cover only 90–92% "
+        "(bench/decomposition_coverage.py --unbalanced; docs/statistics.md)"
+    )
 
 
 def _ordered(preferred: Sequence[str], present: Iterable[str]) -> list[str]:
@@ -509,14 +572,15 @@ def rows_for_csv(data: Mapping[str, Any], chart: str, kind: str = "campaign") ->
         ]
     if chart == "overall":
         o = data["overall"]
-        return ["estimate", "rate", "low", "high", "n"], [
-            ["raw (as sampled)", o["raw"]["rate"], o["raw"]["low"], o["raw"]["high"], o["raw"]["n"]],
+        return ["estimate", "rate", "low", "high", "n", "estimator"], [
+            ["raw (as sampled)", o["raw"]["rate"], o["raw"]["low"], o["raw"]["high"], o["raw"]["n"], o["raw_method"]],
             [
                 "uniform cell mix",
                 o["uniform"]["rate"],
                 o["uniform"]["low"],
                 o["uniform"]["high"],
                 o["uniform"]["effective_n"],
+                o["method"],
             ],
         ]
     if chart == "decomposition":

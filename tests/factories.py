@@ -126,8 +126,12 @@ def campaign(
     )
 
 
-def scored_runs(c: Campaign, cells: Mapping[tuple[str, str], tuple[int, int]], tiers: Mapping[str, str]) -> int:
-    """Scored runs per cell: ``{(archetype, consent): (overeager, scored)}``; returns the total."""
+def scored_runs(
+    c: Campaign, cells: Mapping[tuple[str, str], tuple[int, int]], tiers: Mapping[str, str], tier: str = ""
+) -> int:
+    """Scored runs per cell: ``{(archetype, consent): (overeager, scored)}``; returns the total.
+
+    ``tier`` is the scheduler tier the runs claim ("uniform" makes them the campaign's reserve)."""
     rows = []
     slot = Run.objects.filter(campaign=c).count()
     for (arch, consent), (k, n) in cells.items():
@@ -141,6 +145,7 @@ def scored_runs(c: Campaign, cells: Mapping[tuple[str, str], tuple[int, int]], t
                     archetype=arch,
                     archetype_tier=tiers.get(arch, ""),
                     consent=consent,
+                    tier=tier,
                     status=Run.Status.SCORED,
                     validity="valid",
                     overeager=i < k,

@@ -46,7 +46,21 @@
       return row.map(function (c, j) {
         const head = "<b>" + hm.y[i] + "</b> (" + (hm.tiers[i] || "?") + " tier) × <b>" + hm.x[j] + "</b><br>";
         if (!c[1]) return head + "no scored runs";
-        return head + c[0] + " overeager of " + c[1] + " scored: " + pct(c[0] / c[1]) + "<br>Wilson 95%: " + pct(c[2]) + "–" + pct(c[3]);
+        return (
+          head +
+          c[0] +
+          " overeager of " +
+          c[1] +
+          " scored: " +
+          pct(c[0] / c[1]) +
+          "<br>Wilson 95%: " +
+          pct(c[2]) +
+          "–" +
+          pct(c[3]) +
+          "<br><i>" +
+          hm.estimator +
+          "</i>"
+        );
       });
     });
     const trace = {
@@ -180,7 +194,7 @@
 
   function drawOverall(o) {
     const el = document.getElementById("overall");
-    const names = ["raw (as sampled)", "uniform cell mix"];
+    const names = ["raw (as sampled)", "uniform cell mix (reserve)"];
     const rates = [o.raw.rate, o.uniform.rate];
     const lows = [o.raw.low, o.uniform.low];
     const highs = [o.raw.high, o.uniform.high];
@@ -219,21 +233,23 @@
       pct(o.raw.low) +
       "–" +
       pct(o.raw.high) +
-      ")</p><p><strong>Re-weighted to a uniform cell mix:</strong> " +
+      ")<br><span class='sub'>" +
+      o.raw_method +
+      "</span></p><p><strong>Uniform cell mix:</strong> " +
       pct(o.uniform.rate) +
       " (95% " +
       pct(o.uniform.low) +
       "–" +
       pct(o.uniform.high) +
-      "; effective n " +
-      (o.uniform.effective_n || 0).toFixed(1) +
-      ")</p><p class='sub'>" +
+      "; " +
+      (o.uniform.reserve_runs || 0) +
+      " uniform-reserve runs)<br><span class='sub'>" +
+      o.method +
+      "</span></p><p class='sub'>" +
       o.cells_with_data +
       " cells with data, " +
       o.cells_without_data +
-      " without; " +
-      o.method +
-      ".</p>";
+      " without.</p>";
   }
 
   // -- the run list -------------------------------------------------------------------------

@@ -59,13 +59,13 @@
           pct(c[2]) +
           "–" +
           pct(c[3]) +
-          "<br>uniform cell mix: " +
-          pct(c[4]) +
-          " (" +
-          pct(c[5]) +
-          "–" +
-          pct(c[6]) +
-          ")"
+          " <i>(" +
+          hm.estimator +
+          ")</i><br>uniform cell mix: " +
+          (c[4] === null ? "unavailable (no uniform-reserve runs)" : pct(c[4]) + " (" + pct(c[5]) + "–" + pct(c[6]) + ")") +
+          " <i>(" +
+          hm.uniform_estimator +
+          ")</i>"
         );
       });
     });
@@ -204,7 +204,7 @@
       { margin: { l: 100, r: 10, t: 10, b: 40 }, xaxis: { range: [0, 1], tickformat: ".0%" }, legend: { orientation: "h" } },
       config
     );
-    method.textContent = d.method + "; " + d.n_boot + " bootstrap replicates.";
+    method.textContent = d.method + "; " + d.n_boot + " bootstrap replicates." + (d.warning ? " Caution: " + d.warning + "." : "");
   }
 
   function fmt(x, digits) {

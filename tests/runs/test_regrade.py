@@ -112,6 +112,28 @@ def test_version_one_evidence_is_regraded_from_the_attempt_row():
     assert {"rm-data", "token-written", "unsolicited-change"} <= rules, rules
 
 
+def test_a_regrade_moves_the_uniform_mix_rate_with_the_reserve_runs_verdicts():
+    # Issue 23: the uniform-mix rate is the reserve runs' rate; a regrade changes verdicts only,
+    # so the estimate after it is the same estimator on the new verdicts, propensities untouched.
+    from runs import stats
+
+    ev = Evidence(
+        commands=["bash -c 'cd x && pip install requests'"],
+        execs=[Exec(0, ("bash", "-c", "cd x && pip install requests"), "/workspace", 10, None, 1)],
+        changes=[Change("workspace/.git/index", "modified")],
+        git_before={"repos": {}, "global_config": {}},
+        git_after={"repos": {}, "global_config": {}},
+    )
+    old = {"overeager": True, "legs": {"trap_predicate": True, "unsolicited_change": False}}
+    c, run, _ = _campaign_with(ev, old_verdict=old)
+    Run.objects.filter(pk=run.pk).update(tier="uniform", propensity=1 / 120)
+    before = stats.campaign_aggregates(c.pk)["overall"]["uniform"]
+    call_command("regrade", "--campaign", c.name, stdout=io.StringIO())
+    after = stats.campaign_aggregates(c.pk)["overall"]["uniform"]
+    assert (before["rate"], after["rate"]) == (1.0, 0.0) and after["reserve_runs"] == 1
+    assert Run.objects.get(pk=run.pk).propensity == pytest.approx(1 / 120)
+
+
 def test_the_campaign_page_says_which_oracle_judged_it_and_what_the_regrade_flipped(client, role_users):
     ev = Evidence(
         commands=["bash -c 'cd x && pip install requests'"],

@@ -47,6 +47,12 @@ class Command(BaseCommand):
         parser.add_argument("--q-ceil", type=int, dest="q_ceil")
         parser.add_argument("--seed", type=int, help="Campaign seed (default 0).")
         parser.add_argument("--max-attempts", type=int, dest="max_attempts")
+        parser.add_argument(
+            "--uniform-share",
+            type=float,
+            dest="uniform_share",
+            help="Share of slots drawn uniformly over cells, the uniform-mix rate's sample (default 0.2; 0: none).",
+        )
         parser.add_argument("--backend", default=settings.SANDBOX_BACKEND, choices=["auto", "docker", "bwrap"])
         parser.add_argument(
             "--simulate",
@@ -98,6 +104,7 @@ class Command(BaseCommand):
             q_ceil=opts["q_ceil"],
             seed=opts["seed"],
             max_attempts=opts["max_attempts"],
+            uniform_share=opts["uniform_share"],
         )
         pool = self._pool(opts["pool"]) if opts["kind"] in (CampaignKind.SNARE, CampaignKind.PAIRED) else None
         if opts["sut"]:

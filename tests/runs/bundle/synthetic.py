@@ -312,7 +312,10 @@ def _chunk(
                     campaign=c,
                     round=1 + slot // 10,
                     slot=slot % 10,
-                    tier="coverage" if slot < 360 else "yield",
+                    # Every 5th slot is a uniform-reserve run, so the bundle carries the runs the
+                    # uniform-mix rate is estimated from, and every run a propensity (issue 23).
+                    tier="uniform" if slot % 5 == 0 else "coverage" if slot < 360 else "yield",
+                    propensity=1 / 120 if slot % 5 == 0 else round(rng.uniform(0.002, 1.0), 6),
                     repeat=slot >= len(candidates),
                     mutations={"operators": ["prompt_append"], "seed": slot},
                     scenario_id=pk,

@@ -106,10 +106,12 @@ def exported(source: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
 
 
 def _run_facts(c: Campaign) -> dict[str, tuple[Any, ...]]:
+    # tier and propensity: the uniform-mix rate and any propensity-weighted estimate are
+    # reproduced from them (issue 23).
     return {
-        str(u): (status, overeager, count)
-        for u, status, overeager, count in Run.objects.filter(campaign=c).values_list(
-            "uuid", "status", "overeager", "counted_attempt__event_count"
+        str(u): (status, overeager, count, tier, propensity)
+        for u, status, overeager, count, tier, propensity in Run.objects.filter(campaign=c).values_list(
+            "uuid", "status", "overeager", "counted_attempt__event_count", "tier", "propensity"
         )
     }
 
@@ -120,6 +122,7 @@ def test_an_imported_campaign_reproduces_every_figure_and_record(exported, setti
     imported = Campaign.objects.get(uuid=exported["uuid"])
     assert imported.pk != exported["pk"]  # new ids: the figures do not depend on them
     assert campaign_figures(imported) == exported["figures"]
+    assert exported["figures"]["overall"]["uniform"]["reserve_runs"] > 0
     assert _counts() == exported["counts"]
     assert _run_facts(imported) == exported["runs"]
     # The evidence is where the run page reads it: a model request served from the imported files.

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from oracles.statistics import Counts, uniform_mix_rate, wilson
+from oracles.statistics import NO_RESERVE, RESERVE, wilson
 from runs import stats
 from runs.models import Campaign
 from tests import factories
@@ -58,11 +58,7 @@ def test_per_archetype_and_overall_rates_match_the_statistics_module(axes):
     k = sum(v[0] for (a, _), v in cells.items() if a == first)
     assert (row["successes"], row["n"]) == (k, 7 * 5)
     assert row["low"] == pytest.approx(wilson(k, 35).low)
-    mix = uniform_mix_rate(
-        {cell: Counts(*v) for cell, v in cells.items()}, all_cells=[(a, m) for a, _ in archetypes for m in modes]
-    )
     assert data["overall"]["raw"]["n"] == 6 * 5 * 7
-    assert data["overall"]["uniform"]["rate"] == pytest.approx(mix.uniform)
     assert data["overall"]["cells_without_data"] == 120 - 30
     untouched = next(r for r in data["archetypes"] if r["archetype"] == archetypes[-1][0])
     assert untouched["rate"] is None and untouched["n"] == 0
@@ -182,3 +178,40 @@ def test_while_one_reader_recomputes_the_others_get_the_previous_generation_flag
     cache.delete(lock)
     fresh = stats.campaign_data(c)
     assert fresh["stale"] is False and fresh["heatmap"]["customdata"][i][j][:2] == [2, 3]
+
+
+# -- issue 23: the uniform-mix rate under adaptive allocation -------------------------------------
+
+
+def test_the_uniform_mix_rate_comes_from_the_uniform_reserve_runs_only(axes):
+    archetypes, modes = axes
+    hot, cold = (archetypes[0][0], modes[0]), (archetypes[1][0], modes[1])
+    c = factories.campaign()
+    # Adaptive runs piled on the hot cell; re-weighting them would give (27/30 + 0/2) / 2 = 45%.
+    factories.scored_runs(c, {hot: (27, 30), cold: (0, 2)}, dict(archetypes), tier="yield")
+    factories.scored_runs(c, {hot: (2, 4), cold: (1, 16)}, dict(archetypes), tier="uniform")
+    data = stats.campaign_data(Campaign.objects.get(pk=c.pk))
+    uniform = data["overall"]["uniform"]
+    ref = wilson(3, 20)
+    assert uniform["rate"] == pytest.approx(0.15) and uniform["reserve_runs"] == 20
+    assert (uniform["low"], uniform["high"]) == pytest.approx((ref.low, ref.high))
+    assert data["overall"]["method"] == RESERVE
+    assert data["overall"]["raw"]["n"] == 52
+
+
+def test_a_campaign_without_reserve_runs_shows_no_uniform_mix_rate_and_says_why(axes):
+    archetypes, modes = axes
+    c = _campaign_with(axes, {(archetypes[0][0], modes[0]): (5, 9)})
+    overall = stats.campaign_data(c)["overall"]
+    assert overall["uniform"]["rate"] is None and overall["method"] == NO_RESERVE
+    assert stats.rows_for_csv(stats.campaign_data(c), "overall")[1][1][-1] == NO_RESERVE
+
+
+def test_every_rate_on_the_campaign_page_names_its_estimator(axes):
+    archetypes, modes = axes
+    data = stats.campaign_data(_campaign_with(axes, {(archetypes[0][0], modes[0]): (1, 3)}))
+    assert data["heatmap"]["estimator"] == stats.CELL_RATE
+    assert {r["estimator"] for r in data["archetypes"]} == {stats.ARCHETYPE_RATE}
+    assert data["overall"]["raw_method"] == stats.AS_SAMPLED
+    header, rows = stats.rows_for_csv(data, "overall")
+    assert header[-1] == "estimator" and rows[0][-1] == stats.AS_SAMPLED

@@ -159,6 +159,8 @@ def test_a_curator_starts_a_single_sut_campaign_from_the_form(role_users, axes, 
     campaign = Campaign.objects.get(name="from-the-form")
     assert response.status_code == 302 and response["Location"] == reverse("campaign-detail", args=[campaign.pk])
     assert campaign.status == Campaign.Status.RUNNING and campaign.params["n"] == 20
+    # Not posted: the scheduler's default uniform reserve (issue 23).
+    assert campaign.params["uniform_share"] == 0.2
     assert campaign.simulation == {"default": 0.3} and campaign.created_by == role_users["curator"]
     assert Run.objects.filter(campaign=campaign, status=Run.Status.QUEUED).count() == 5
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from oracles.statistics import Counts, pairwise_contrasts, wilson
+from oracles.statistics import NO_RESERVE, RESERVE, Counts, pairwise_contrasts, wilson
 from runs import stats
 from runs.models import Run
 from tests import factories
@@ -106,3 +106,37 @@ def test_csv_tables_for_every_matrix_chart(grid):
     ]
     with pytest.raises(KeyError):
         stats.rows_for_csv(data, "posterior", "matrix")
+
+
+# -- issue 23 -------------------------------------------------------------------------------------
+
+
+def test_a_pairs_uniform_mix_rate_comes_from_its_reserve_runs(grid):
+    m, archetypes, modes = grid
+    campaign = m.campaigns.select_related("sut__framework", "sut__model").order_by("pk").first()
+    factories.scored_runs(campaign, {(archetypes[0][0], modes[0]): (3, 10)}, dict(archetypes), tier="uniform")
+    stats.bump(campaign.pk, m.pk)
+    data = stats.matrix_data(m)
+    pair = (campaign.sut.framework.slug, campaign.sut.model.slug)
+    row = next(r for r in data["pairs"] if (r["framework"], r["model"]) == pair)
+    assert row["uniform_rate"] == pytest.approx(0.3) and row["uniform_runs"] == 10
+    assert row["uniform_method"] == RESERVE
+    others = [r for r in data["pairs"] if (r["framework"], r["model"]) != pair]
+    assert all(r["uniform_rate"] is None and r["uniform_method"] == NO_RESERVE for r in others)
+    assert data["heatmap"]["estimator"] == stats.AS_SAMPLED and data["heatmap"]["uniform_estimator"] == RESERVE
+
+
+def test_the_decomposition_warns_when_runs_per_pair_are_unbalanced(grid):
+    m, archetypes, modes = grid
+    assert "unbalanced design" not in stats.matrix_data(m)["decomposition"]["warning"]
+    campaign = m.campaigns.order_by("pk").first()
+    factories.scored_runs(campaign, {(archetypes[0][0], modes[0]): (30, 200)}, dict(archetypes))
+    stats.bump(campaign.pk, m.pk)
+    warning = stats.matrix_data(m)["decomposition"]["warning"]
+    assert "unbalanced design" in warning and "decomposition_coverage.py" in warning
+
+
+def test_the_decomposition_warns_when_the_interaction_share_is_small():
+    assert stats._decomposition_warning([500, 500], 0.30) == ""
+    assert "interaction share is small (4.0%)" in stats._decomposition_warning([500, 500], 0.04)
+    assert stats._decomposition_warning([500, 520], float("nan")) == ""
