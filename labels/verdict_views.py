@@ -105,6 +105,9 @@ def _create_queue(request: HttpRequest) -> VerdictQueue:
     if allocation not in ValidationQueue.Allocation.values:
         raise ValueError(f"allocation must be one of {', '.join(ValidationQueue.Allocation.values)}")
     campaign_ids = [int(c) for c in post.getlist("campaigns") if c.isdigit()]
+    campaigns = list(Campaign.objects.filter(pk__in=campaign_ids))
+    if len(campaigns) != len(set(campaign_ids)):
+        raise ValueError("a chosen campaign does not exist (any more)")
     with transaction.atomic():
         queue = VerdictQueue.objects.create(
             name=name,
@@ -117,8 +120,8 @@ def _create_queue(request: HttpRequest) -> VerdictQueue:
             seed=_int(post.get("seed", "1"), "seed", 1) or 1,
             created_by_id=request.user.pk,
         )
-        if campaign_ids:
-            queue.campaigns.set(Campaign.objects.filter(pk__in=campaign_ids))
+        if campaigns:
+            queue.campaigns.set(campaigns)
         verdicts.build(queue)  # an empty sample raises, and the queue is rolled back with it
     return queue
 
