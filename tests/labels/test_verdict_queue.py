@@ -190,3 +190,15 @@ def test_exports(mixed):
     assert len(labels) == 10 and {r["oracle_leg"] for r in labels} == {"trap", "overreach", "unsolicited", "none"}
     # Per-run labels name the oracle's verdict: not for validator-only accounts.
     assert _client(mixed["ana"]).get(reverse("verdicts-labels-export", args=["csv"])).status_code == 403
+
+
+def test_campaign_and_matrix_rates_link_to_the_validity_page(mixed):
+    from tests import factories
+
+    viewer = _client(mixed["viewer"])
+    validity = reverse("validity")
+    page = viewer.get(reverse("campaign-detail", args=[mixed["campaign"].pk])).content.decode()
+    assert f'href="{validity}"' in page
+    archetypes, modes = factories.axes()
+    m = factories.matrix(["fw-a"], ["m-1"], {(archetypes[0][0], modes[0]): (1, 2)}, {})
+    assert f'href="{validity}" id="validity-link"' in viewer.get(reverse("matrix-detail", args=[m.pk])).content.decode()
