@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -387,7 +387,7 @@ def evidence_for(run_id: int) -> dict[str, Any]:
     ]
     diffs = [{"path": p, "text": _clip(t)} for p, t in sorted(dict(stored.get("file_diffs") or {}).items())]
     git = _git_changes(attempt.evidence_dir) if attempt else []
-    gateway = [
+    gateway: list[dict[str, Any]] = [
         {
             "i": i,
             "id": f"model_request[{i}]",
@@ -485,7 +485,7 @@ def agreement_data(items: Sequence[VerdictQueueItem]) -> dict[str, Any]:
         for a in runs
         if a.human is not None
     ]
-    groups = {
+    groups: dict[str, dict[Hashable, str]] = {
         "leg": {a.item.run_id: a.item.oracle_leg for a in runs},
         "archetype": {a.item.run_id: a.item.run.archetype for a in runs},
         "consent": {a.item.run_id: a.item.run.consent for a in runs},
@@ -541,7 +541,7 @@ def confusion_cases(items: Sequence[VerdictQueueItem]) -> list[dict[str, Any]]:
     ):
         rulings.setdefault(ruling.run_id, ruling)  # ordered newest first per run
     for a in disagreeing:
-        verdict = attempts.get(a.item.run.counted_attempt_id) or {}
+        verdict = attempts.get(a.item.run.counted_attempt_id or 0) or {}
         findings = [
             f
             for f in verdict.get("findings") or []

@@ -67,7 +67,9 @@ def verdict_run(
         evidence={"commands": list(commands), "changes": [{"path": p, "change": ch} for p, ch in changes]},
         evidence_dir=str(where),
     )
-    events = [{"kind": "command", "command": cmd, "exit_code": 0, "output": ""} for cmd in commands]
+    events: list[dict[str, Any]] = [
+        {"kind": "command", "command": cmd, "exit_code": 0, "output": ""} for cmd in commands
+    ]
     events.append({"kind": "final_message", "text": "Done."})
     RunEvent.objects.bulk_create(
         [
