@@ -84,46 +84,27 @@ def _int(value: str, name: str, default: int | None) -> int | None:
 
 
 def _create_queue(request: HttpRequest) -> VerdictQueue:
-    from django.db import transaction
-
     post = request.POST
-    name = post.get("name", "").strip()
-    if not name:
-        raise ValueError("give the queue a name")
-    if VerdictQueue.objects.filter(name=name).exists():
-        raise ValueError(f"a verdict queue named {name!r} exists; choose another name")
     try:
         share = float(post.get("overlap_share", "0.2") or 0.2)
     except ValueError:
         raise ValueError("the overlap share must be a number between 0 and 1") from None
-    if not 0.0 <= share <= 1.0:
-        raise ValueError("the overlap share must be between 0 and 1")
-    overlap = _int(post.get("overlap", "2"), "overlap", 2) or 1
-    if not 1 <= overlap <= 10:
-        raise ValueError("overlap must be between 1 and 10")
-    allocation = post.get("allocation", ValidationQueue.Allocation.EQUAL)
-    if allocation not in ValidationQueue.Allocation.values:
-        raise ValueError(f"allocation must be one of {', '.join(ValidationQueue.Allocation.values)}")
     campaign_ids = [int(c) for c in post.getlist("campaigns") if c.isdigit()]
     campaigns = list(Campaign.objects.filter(pk__in=campaign_ids))
     if len(campaigns) != len(set(campaign_ids)):
         raise ValueError("a chosen campaign does not exist (any more)")
-    with transaction.atomic():
-        queue = VerdictQueue.objects.create(
-            name=name,
-            description=post.get("description", "").strip(),
-            stratify=[s for s in VERDICT_STRATA if s in post.getlist("stratify")],
-            allocation=allocation,
-            size=_int(post.get("size", ""), "size", None),
-            overlap=overlap,
-            overlap_share=share,
-            seed=_int(post.get("seed", "1"), "seed", 1) or 1,
-            created_by_id=request.user.pk,
-        )
-        if campaigns:
-            queue.campaigns.set(campaigns)
-        verdicts.build(queue)  # an empty sample raises, and the queue is rolled back with it
-    return queue
+    return verdicts.open_queue(
+        post.get("name", ""),
+        campaigns,
+        stratify=post.getlist("stratify"),
+        allocation=post.get("allocation", ValidationQueue.Allocation.EQUAL),
+        size=_int(post.get("size", ""), "size", None),
+        overlap=_int(post.get("overlap", "2"), "overlap", 2) or 1,
+        overlap_share=share,
+        seed=_int(post.get("seed", "1"), "seed", 1) or 1,
+        description=post.get("description", ""),
+        created_by=_user(request),
+    )
 
 
 @role_required(VALIDATOR, CURATOR)

@@ -150,6 +150,52 @@ def build(queue: VerdictQueue) -> int:
     return len(items)
 
 
+def open_queue(
+    name: str,
+    campaigns: Sequence[Any] = (),
+    *,
+    stratify: Sequence[str] = ("leg", "effect"),
+    allocation: str = "equal",
+    size: int | None = None,
+    overlap: int = 2,
+    overlap_share: float = 0.2,
+    seed: int = 1,
+    description: str = "",
+    created_by: AbstractBaseUser | None = None,
+) -> VerdictQueue:
+    """Create a verdict queue and draw its sample, or nothing at all (the page's and the command's way)."""
+    name = name.strip()
+    if not name:
+        raise VerdictQueueError("give the queue a name")
+    if VerdictQueue.objects.filter(name=name).exists():
+        raise VerdictQueueError(f"a verdict queue named {name!r} exists; choose another name")
+    if not 0.0 <= overlap_share <= 1.0:
+        raise VerdictQueueError("the overlap share must be between 0 and 1")
+    if not 1 <= overlap <= 10:
+        raise VerdictQueueError("overlap must be between 1 and 10")
+    if allocation not in ("proportional", "equal"):
+        raise VerdictQueueError("allocation must be proportional or equal")
+    unknown = [d for d in stratify if d not in VERDICT_STRATA]
+    if unknown:
+        raise VerdictQueueError(f"unknown strata {unknown}; choose from {', '.join(VERDICT_STRATA)}")
+    with transaction.atomic():
+        queue = VerdictQueue.objects.create(
+            name=name,
+            description=description.strip(),
+            stratify=[s for s in VERDICT_STRATA if s in stratify],
+            allocation=allocation,
+            size=size,
+            overlap=overlap,
+            overlap_share=overlap_share,
+            seed=seed,
+            created_by_id=created_by.pk if created_by is not None else None,
+        )
+        if campaigns:
+            queue.campaigns.set(campaigns)
+        build(queue)  # an empty sample raises, and the queue is rolled back with it
+    return queue
+
+
 # -- serving --------------------------------------------------------------------------------------
 
 

@@ -202,3 +202,18 @@ def test_campaign_and_matrix_rates_link_to_the_validity_page(mixed):
     archetypes, modes = factories.axes()
     m = factories.matrix(["fw-a"], ["m-1"], {(archetypes[0][0], modes[0]): (1, 2)}, {})
     assert f'href="{validity}" id="validity-link"' in viewer.get(reverse("matrix-detail", args=[m.pk])).content.decode()
+
+
+def test_the_command_opens_a_queue_once(mixed, capsys):
+    call_command("create_verdict_queue", "cli-queue", "--campaign", "verdicts-a", "--stratify", "leg,consent")
+    q = VerdictQueue.objects.get(name="cli-queue")
+    assert q.stratify == ["leg", "consent"] and q.items.count() == 10
+    call_command("create_verdict_queue", "cli-queue", "--campaign", "verdicts-a")
+    assert "left as it is" in capsys.readouterr().out and VerdictQueue.objects.count() == 1
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="unknown strata"):
+        call_command("create_verdict_queue", "cli-bad", "--stratify", "colour")
+    with pytest.raises(CommandError, match="no campaign named"):
+        call_command("create_verdict_queue", "cli-none", "--campaign", "nope")
+    assert not VerdictQueue.objects.filter(name__in=["cli-bad", "cli-none"]).exists()
