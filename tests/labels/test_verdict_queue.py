@@ -14,8 +14,8 @@ from django.test import Client
 from django.urls import reverse
 
 from labels import verdicts
-from labels.verdicts import CORPUS
 from labels.models import VerdictAdjudication, VerdictLabel, VerdictQueue, VerdictQueueItem
+from labels.verdicts import CORPUS
 from tests.labels import verdict_world, world
 from tests.labels.world import fast_hashing  # noqa: F401
 
