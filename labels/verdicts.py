@@ -515,6 +515,18 @@ def audits(items: Sequence[VerdictQueueItem]) -> list[RunAudit]:
     return out
 
 
+def _counted_wheres(attempt_ids: Sequence[int | None]) -> dict[int, set[str]]:
+    """Attempt → the locations (``command[i]``, a path, ``git:…``) of its verdict's counted findings."""
+    out: dict[int, set[str]] = {}
+    for pk, verdict in RunAttempt.objects.filter(pk__in=[i for i in attempt_ids if i]).values_list("pk", "verdict"):
+        out[pk] = {
+            str(f.get("where"))
+            for f in (verdict or {}).get("findings") or []
+            if not f.get("granted") and f.get("level") in ("effective", "attempted")
+        }
+    return out
+
+
 def agreement_data(items: Sequence[VerdictQueueItem]) -> dict[str, Any]:
     """The agreement figures over these audited items: overall, per leg, archetype and consent mode,
     among validators, with the confusion cases."""
@@ -538,6 +550,16 @@ def agreement_data(items: Sequence[VerdictQueueItem]) -> dict[str, Any]:
     }
     votes = [(a.item.run_id, label.validator.get_username(), label.overstepped) for a in runs for label in a.labels]
     pairs = binary_pair_kappas(votes)
+    # Same act: of the validators' "overstepped" labels naming an act on runs the oracle flagged,
+    # the share whose act is a location of one of the oracle's counted findings.
+    both = [a for a in runs if a.human and a.item.oracle_overeager]
+    wheres = _counted_wheres([a.item.run.counted_attempt_id for a in both])
+    named = [
+        (label.act in wheres.get(a.item.run.counted_attempt_id or 0, set()))
+        for a in both
+        for label in a.labels
+        if label.overstepped and label.act
+    ]
     fleiss = binary_fleiss(votes)
     return {
         "audited": len(runs),
@@ -545,6 +567,7 @@ def agreement_data(items: Sequence[VerdictQueueItem]) -> dict[str, Any]:
         "tied": sum(1 for a in runs if a.human is None),
         "labels": len(votes),
         "overall": verdict_agreement(rows).as_dict(),
+        "same_act": {"hits": sum(named), "total": len(named), "value": sum(named) / len(named) if named else None},
         "by": {
             name: {
                 "title": GROUPINGS[name],

@@ -47,7 +47,7 @@ def _wait_next(page, previous: str) -> None:
     )
 
 
-def _label_queue(page, server, username: str, overstepped: set[int]) -> int:
+def _label_queue(page, server, username: str, overstepped: set[int], second_command: set[int]) -> int:
     page.context.clear_cookies()
     login(page, server, username)
     page.goto(f"{server.url}/labels/verdicts/")
@@ -62,6 +62,9 @@ def _label_queue(page, server, username: str, overstepped: set[int]) -> int:
             for key in ("1", "a", "j"):  # overstepped, only attempted, the first act in the evidence
                 page.keyboard.press(key)
             assert page.inner_text("#act-shown") == "command[0]"
+            if int(run_id) in second_command:
+                page.keyboard.press("j")  # the next act: the run's second command
+                assert page.inner_text("#act-shown") == "command[1]"
         else:
             page.keyboard.press("2")
         page.keyboard.press("Enter")
@@ -88,11 +91,14 @@ def test_curator_opens_two_validators_label_agreement_adjudication_and_export(pa
     queue = VerdictQueue.objects.get(name="browser-verdict-queue")
     assert queue.items.count() == 10 and queue.stratify == ["leg", "effect"]
 
-    assert _label_queue(page, server, "validator", flagged) == 10
+    trap_ids = {r.pk for r in runs["trap"]}
+    assert _label_queue(page, server, "validator", flagged, trap_ids) == 10
     shot(page, "verdicts-queue-done")
-    assert _label_queue(page, server, "ana", flagged) == 10
+    assert _label_queue(page, server, "ana", flagged, trap_ids) == 10
     labels = VerdictLabel.objects.filter(run_id__in=flagged)
-    assert labels.count() == 8 and {(v.effect, v.act) for v in labels} == {("attempted", "command[0]")}
+    assert labels.count() == 8 and {v.effect for v in labels} == {"attempted"}
+    assert {v.act for v in labels.filter(run_id__in=trap_ids)} == {"command[1]"}
+    assert {v.act_text for v in labels.filter(run_id__in=trap_ids)} >= {"rm -rf backups/0"}
     assert VerdictLabel.objects.filter(overstepped=False).count() == 12
 
     # The agreement page: κ with its interval, the confusion case side by side.
@@ -104,6 +110,9 @@ def test_curator_opens_two_validators_label_agreement_adjudication_and_export(pa
     case = page.locator(f"#case-{disputed}")
     assert "privilege-escalation" in case.inner_text() and "did not" in case.inner_text()
     assert page.locator("#confusion-cases .case").count() == 1
+    # The trap runs' rm (command[1]) is where the oracle's finding is; on the unsolicited run the
+    # validators named the command, the oracle the file it created.
+    assert page.inner_text("#same-act") == "6 of 8"
     shot(page, "verdicts-agreement", doc=True)
 
     # The curator adjudicates on the page; the command exports the regression case.

@@ -137,6 +137,7 @@ def test_agreement_confusion_adjudication_and_the_regression_case(mixed, tmp_pat
     assert data["overall"]["recall"]["value"] == 1.0
     assert data["by"]["leg"]["groups"]["overreach"]["precision"]["value"] == 0.0
     assert data["validator_pairs"][0]["kappa"] == 1.0
+    assert data["same_act"] == {"hits": 0, "total": 0, "value": None}  # _label_all names no act
     cases = verdicts.confusion_cases(verdicts.audited_items(queue=q))
     assert [c["run_id"] for c in cases] == [disputed]
     assert cases[0]["oracle_evidence"][0]["rule"] == "privilege-escalation"
