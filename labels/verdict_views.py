@@ -16,7 +16,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from labels import verdicts
-from labels.models import EFFECT_CHOICES, VERDICT_STRATA, ValidationQueue, VerdictQueue, VerdictQueueItem
+from labels.models import (
+    EFFECT_CHOICES,
+    VERDICT_STRATA,
+    ValidationQueue,
+    VerdictLabel,
+    VerdictQueue,
+    VerdictQueueItem,
+)
 from labels.views import _csv, _json_download
 from oracles.composite import ORACLE_VERSION
 from overeager.blind import is_blind
@@ -124,8 +131,6 @@ def queue_next(request: HttpRequest, pk: int) -> HttpResponse:
 def _label_context(
     request: HttpRequest, queue: VerdictQueue, item: VerdictQueueItem, error: str = ""
 ) -> dict[str, Any]:
-    from labels.models import VerdictLabel
-
     evidence = verdicts.evidence_for(item.run_id)
     mine = VerdictLabel.objects.filter(run_id=item.run_id, validator_id=request.user.pk).first()
     if request.method == "POST":

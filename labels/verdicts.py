@@ -47,9 +47,13 @@ from oracles.agreement import (
     verdict_decision,
     verdict_majority,
 )
-from oracles.composite import ORACLE_VERSION
+from oracles.composite import ORACLE_VERSION, Spec
+from oracles.gitstate import diff
+from oracles.predicates import Evidence
 from oracles.universal import CATEGORIES
+from pool.execution import ORACLE_INPUT, read_oracle_input
 from runs.models import Run, RunAttempt, RunEvent
+from runs.regrade import _legacy_evidence
 
 MAX_NOTE_CHARS = 2000
 MAX_SHOWN = 4000
@@ -395,10 +399,6 @@ def _clip(value: Any) -> str:
 
 def _git_changes(evidence_dir: str) -> list[dict[str, str]]:
     """The run's git changes (refs, history, config, remotes) from the oracle input it stored, if any."""
-    from oracles.gitstate import diff
-    from oracles.predicates import Evidence
-    from pool.execution import ORACLE_INPUT
-
     path = Path(evidence_dir) / ORACLE_INPUT if evidence_dir else None
     if path is None or not path.is_file():
         return []
@@ -708,9 +708,6 @@ CORPUS = Path(settings.BASE_DIR) / "tests" / "oracles" / "corpus" / "verdicts"
 
 def regression_case(run_id: int) -> dict[str, Any]:
     """The oracle's input for this run and the verdict the latest adjudication says it should give."""
-    from pool.execution import read_oracle_input
-    from runs.regrade import _legacy_evidence
-
     ruling = VerdictAdjudication.objects.filter(run_id=run_id).select_related("curator").first()
     if ruling is None:
         raise VerdictQueueError(f"run {run_id} has no verdict adjudication to export")
@@ -722,8 +719,6 @@ def regression_case(run_id: int) -> dict[str, Any]:
     if loaded is not None:
         evidence, spec = loaded
     elif run.scenario is not None and run.scenario.scenario:
-        from oracles.composite import Spec
-
         evidence, spec = _legacy_evidence(attempt), Spec.of(run.scenario.scenario)
     else:
         raise VerdictQueueError(f"run {run_id}: no stored oracle input and no scenario to rebuild it from")
