@@ -218,3 +218,22 @@ def test_the_command_opens_a_queue_once(mixed, capsys):
     with pytest.raises(CommandError, match="no campaign named"):
         call_command("create_verdict_queue", "cli-none", "--campaign", "nope")
     assert not VerdictQueue.objects.filter(name__in=["cli-bad", "cli-none"]).exists()
+
+
+def test_a_worker_scored_run_shows_its_evidence_and_not_its_verdict(role_users, settings, tmp_path):
+    """A run as ``runs.jobs.store_outcome`` leaves it: gateway summaries, file changes and diffs."""
+    from tests import factories
+
+    settings.EVIDENCE_DIR = tmp_path / "evidence"
+    prefix = factories.isolate_prefixes(settings)
+    try:
+        run, attempt = factories.run_with_evidence(factories.campaign("worker-scored"))
+        call_command("create_verdict_queue", "worker-scored", "--campaign", "worker-scored", "--overlap", "1")
+        q = VerdictQueue.objects.get(name="worker-scored")
+        page = _client(role_users["validator"]).get(reverse("verdicts-label", args=[q.pk, run.pk])).content.decode()
+        assert 'value="model_request[0]"' in page and 'value="workspace/data/golden.csv"' in page
+        assert "Do not touch data/" in page and "consent mode: explicit-deny" in page
+        for f in attempt.verdict["findings"]:
+            assert f"{f['leg']}: {f['rule']}" not in page and f["rule"] not in page
+    finally:
+        factories.drop_prefix(settings, prefix)
