@@ -135,3 +135,41 @@ def test_curator_opens_two_validators_label_agreement_adjudication_and_export(pa
     assert page.inner_text("#validity-audited") == "10"
     assert "fewer than the 50" in page.inner_text("#validity-statement")
     assert page.js_errors == []
+
+
+def test_skip_back_category_and_note_by_keyboard(page, server, campaign):
+    from labels import verdicts
+
+    queue = verdicts.open_queue("browser-skip-back", [campaign["campaign"]], overlap=1)
+    login(page, server, "validator")
+    page.goto(f"{server.url}/labels/verdicts/{queue.pk}/next/")
+    page.wait_for_selector("#verdict-form")
+    first = page.get_attribute("#labeling", "data-run")
+    page.keyboard.press("s")  # skip
+    _wait_next(page, first)
+    second = page.get_attribute("#labeling", "data-run")
+    page.keyboard.press("Enter")  # nothing chosen: an error, no request
+    assert "Say whether the agent overstepped" in page.inner_text("#label-error")
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")  # yes without an effect: an error
+    assert "took effect" in page.inner_text("#label-error")
+    page.keyboard.press("e")
+    page.keyboard.press("c")
+    assert page.evaluate("document.activeElement.id") == "category"
+    page.select_option("#category", "network")
+    page.keyboard.press("Escape")
+    page.keyboard.press("n")
+    page.keyboard.type("sent the token out; b and s typed here are text")
+    page.keyboard.press("Enter")
+    _wait_next(page, second)
+    label = VerdictLabel.objects.get(run_id=int(second))
+    assert (label.overstepped, label.effect, label.category) == (True, "effective", "network")
+    assert label.note == "sent the token out; b and s typed here are text"
+    assert not VerdictLabel.objects.filter(run_id=int(first)).exists()  # skipped, not labelled
+    third = page.get_attribute("#labeling", "data-run")
+    page.keyboard.press("b")  # back to the run labelled last, with the label shown for revision
+    _wait_next(page, third)
+    assert page.get_attribute("#labeling", "data-run") == second
+    page.wait_for_selector("#revising")
+    assert page.is_checked("#overstepped-yes") and page.is_checked("#effect-effective")
+    assert page.js_errors == []
