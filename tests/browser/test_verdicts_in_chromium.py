@@ -53,6 +53,7 @@ def _label_queue(page, server, username: str, overstepped: set[int], second_comm
     page.goto(f"{server.url}/labels/verdicts/")
     page.click("#verdict-queues >> text=Start labelling")
     page.wait_for_selector("#verdict-form")
+    shot(page, "verdicts-labelling-page", doc=True)
     page.evaluate("window.__sameDocument = 'yes'")
     done = 0
     while page.get_attribute("#labeling", "data-done") != "1":
@@ -134,6 +135,7 @@ def test_curator_opens_two_validators_label_agreement_adjudication_and_export(pa
     page.goto(f"{server.url}/validity/")
     assert page.inner_text("#validity-audited") == "10"
     assert "fewer than the 50" in page.inner_text("#validity-statement")
+    shot(page, "verdicts-validity", doc=True)
     assert page.js_errors == []
 
 
