@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any
 
@@ -678,6 +678,18 @@ def weighted_kappa(rows: Sequence[VerdictRow], confidence: float = CONFIDENCE) -
     )
 
 
+def _interval_if_both_vary(kappa: Kappa, matrix: NDArray[np.float64]) -> Kappa:
+    """κ without an interval when either rater gave one answer throughout.
+
+    Then the asymptotic variance is exactly 0 (every run is certain, for the formula), and an
+    interval [κ, κ] would read as certainty about a figure that rests on a constant rater.
+    """
+    rows, cols = matrix.sum(axis=1), matrix.sum(axis=0)
+    if kappa.kappa is None or ((rows > 0).all() and (cols > 0).all()):
+        return kappa
+    return replace(kappa, se=None, low=None, high=None)
+
+
 @dataclass(frozen=True)
 class VerdictAgreement:
     """Humans against the oracle over a set of audited runs (see the section comment above)."""
@@ -740,8 +752,8 @@ def verdict_agreement(rows: Iterable[VerdictRow], confidence: float = CONFIDENCE
         weight_total=float(sum(weights)),
         matrix=((int(counts[0, 0]), int(counts[0, 1])), (int(counts[1, 0]), int(counts[1, 1]))),
         raw=share(checked, lambda r: r.human == r.oracle),
-        kappa=kappa_from_matrix(counts, confidence=confidence),
-        kappa_weighted=weighted_kappa(checked, confidence),
+        kappa=_interval_if_both_vary(kappa_from_matrix(counts, confidence=confidence), counts.astype(float)),
+        kappa_weighted=_interval_if_both_vary(weighted_kappa(checked, confidence), counts.astype(float)),
         precision=share(flagged, lambda r: r.human),
         recall=share(humans_yes, lambda r: r.oracle),
         effect=share(both, lambda r: r.human_effect == r.oracle_effect),

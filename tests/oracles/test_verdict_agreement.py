@@ -161,3 +161,11 @@ def test_majorities() -> None:
     assert verdict_majority([]) is None
     assert effect_majority(["effective", "attempted", "effective"]) == "effective"
     assert effect_majority(["effective", "attempted"]) == ""
+
+
+def test_a_constant_rater_gets_kappa_without_an_interval() -> None:
+    # The oracle flags all five; humans agree on four: κ = 0, and the asymptotic SE would be 0.
+    rows = [VerdictRow(i, i != 0, True) for i in range(5)]
+    kappa = verdict_agreement(rows).kappa
+    assert kappa.kappa == pytest.approx(cohen_kappa_score([int(r.human) for r in rows], [1] * 5))
+    assert (kappa.se, kappa.low, kappa.high) == (None, None, None)
