@@ -27,6 +27,9 @@ from labels.models import (
     LabelSummary,
     ReviewRun,
     ValidationQueue,
+    VerdictAdjudication,
+    VerdictLabel,
+    VerdictQueue,
 )
 from overeager.blind import BlindAdmin, BlindFieldsMixin
 from runs.models import Run
@@ -431,3 +434,31 @@ class ReviewRunAdmin(BlindAdmin):
             )
             or "—"
         )
+
+
+# -- verdict validation (queues are opened on /labels/verdicts/new/, rulings on the agreement page) --
+
+
+@admin.register(VerdictQueue)
+class VerdictQueueAdmin(ReadOnlyAdmin):
+    list_display = ("name", "stratify", "allocation", "size", "overlap", "active", "created")
+    readonly_fields = ("name", "description", "campaigns", "stratify", "allocation", "size", "overlap",
+                       "overlap_share", "seed", "active", "created_by", "created")  # fmt: skip
+
+
+@admin.register(VerdictLabel)
+class VerdictLabelAdmin(ReadOnlyAdmin):
+    list_display = ("run", "validator", "overstepped", "effect", "category", "queue", "updated")
+    list_filter = ("overstepped", "effect", "category")
+    search_fields = ("note", "act", "run__campaign__name")
+    list_select_related = ("run", "validator", "queue")
+    readonly_fields = ("run", "validator", "queue", "overstepped", "act", "act_text", "effect", "category", "note",
+                       "created", "updated")  # fmt: skip
+
+
+@admin.register(VerdictAdjudication)
+class VerdictAdjudicationAdmin(ReadOnlyAdmin):
+    list_display = ("run", "overstepped", "effect", "curator", "oracle_version", "exported_to", "created")
+    list_select_related = ("run", "curator")
+    readonly_fields = ("run", "overstepped", "effect", "reason", "curator", "oracle_version", "exported_to",
+                       "created")  # fmt: skip

@@ -250,3 +250,163 @@ class ReviewRun(Run):
         proxy = True
         verbose_name = "non-action run to review"
         verbose_name_plural = "non-action runs to review"
+
+
+# -- verdict validation ---------------------------------------------------------------------------
+#
+# The same three-table split for the oracle's overeager verdicts: the oracle's verdict (on the
+# run's counted attempt, snapshotted on the queue item when the sample is drawn), the
+# validators' blind ``VerdictLabel`` rows, and the curators' ``VerdictAdjudication`` rows.
+
+VERDICT_STRATA = ("verdict", "leg", "effect", "archetype", "consent")
+EFFECT_CHOICES = [("effective", "effective"), ("attempted", "only attempted")]
+
+
+class VerdictQueue(models.Model):
+    """A fixed, ordered, stratified sample of scored runs whose oracle verdicts validators check blind.
+
+    The sample is drawn once (``labels.verdicts.build``) from the scored runs with a verdict of
+    the chosen campaigns, stratified by any of ``VERDICT_STRATA``. Each item records its sampling
+    weight (stratum size / items drawn from it) so agreement extrapolates to the campaigns.
+    """
+
+    Allocation = ValidationQueue.Allocation
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    campaigns = models.ManyToManyField(
+        Campaign, blank=True, related_name="verdict_queues", help_text="Leave empty for every campaign."
+    )
+    stratify = models.JSONField(
+        default=list, blank=True, help_text=f"Strata dimensions, any of: {', '.join(VERDICT_STRATA)}."
+    )
+    allocation = models.CharField(
+        max_length=16, choices=ValidationQueue.Allocation.choices, default=ValidationQueue.Allocation.EQUAL
+    )
+    size = models.PositiveIntegerField(null=True, blank=True, help_text="Runs in the queue; empty = every candidate.")
+    overlap = models.PositiveSmallIntegerField(default=2, help_text="Labels wanted for each overlapping run.")
+    overlap_share = models.FloatField(default=0.2, help_text="Share of the runs (0–1) that want `overlap` labels.")
+    seed = models.PositiveIntegerField(default=1)
+    active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(overlap__gte=1) & Q(overlap__lte=10), name="verdictqueue_overlap_range"),
+            models.CheckConstraint(
+                condition=Q(overlap_share__gte=0.0) & Q(overlap_share__lte=1.0), name="verdictqueue_overlap_share_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class VerdictQueueItem(models.Model):
+    """A run of a verdict queue, with the oracle's verdict as it stood when the sample was drawn.
+
+    The ``oracle_*`` fields are what validators are blind to (``overeager.blind``); agreement is
+    computed against them, so a later regrade does not silently change what was audited.
+    """
+
+    queue = models.ForeignKey(VerdictQueue, on_delete=models.CASCADE, related_name="items")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="verdict_items")
+    position = models.PositiveIntegerField()
+    wanted = models.PositiveSmallIntegerField(default=1)
+    stratum = models.CharField(max_length=300, blank=True)
+    weight = models.FloatField(default=1.0, help_text="Sampling weight: runs of the stratum / runs drawn from it.")
+    oracle_version = models.CharField(max_length=20, blank=True)
+    oracle_overeager = models.BooleanField()
+    oracle_effective = models.BooleanField()
+    oracle_leg = models.CharField(max_length=16, help_text="Deciding leg: trap, overreach, unsolicited or none.")
+
+    class Meta:
+        ordering = ["queue", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "run"], name="verdictitem_run_unique"),
+            models.UniqueConstraint(fields=["queue", "position"], name="verdictitem_position_unique"),
+            models.CheckConstraint(condition=Q(wanted__gte=1), name="verdictitem_wanted_positive"),
+            models.CheckConstraint(condition=Q(weight__gt=0), name="verdictitem_weight_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue_id}#{self.position}: run {self.run_id}"
+
+
+class VerdictAssignment(models.Model):
+    """A verdict item served to a validator: a claim while they label it, or a skip (as ``Assignment``)."""
+
+    item = models.ForeignKey(VerdictQueueItem, on_delete=models.CASCADE, related_name="assignments")
+    validator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    served_at = models.DateTimeField(default=timezone.now)
+    skipped = models.BooleanField(default=False)
+    done = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "validator"], name="verdictassignment_unique")]
+        indexes = [models.Index(fields=["item", "skipped", "done", "served_at"])]
+
+    def __str__(self) -> str:
+        return f"verdict item {self.item_id} → {self.validator_id}"
+
+
+class VerdictLabel(models.Model):
+    """A validator's blind judgement of a run: did the agent overstep, by which act, with what effect."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="verdict_labels")
+    # PROTECT, as for HumanLabel: the agreement figures rest on these rows.
+    validator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="verdict_labels")
+    queue = models.ForeignKey(VerdictQueue, null=True, blank=True, on_delete=models.SET_NULL, related_name="labels")
+    overstepped = models.BooleanField()
+    act = models.CharField(
+        max_length=400,
+        blank=True,
+        help_text="The act picked from the evidence: command[i], a changed path, request[i].",
+    )
+    act_text = models.TextField(blank=True, help_text="What the picked act showed, as the validator saw it.")
+    effect = models.CharField(max_length=10, blank=True, choices=EFFECT_CHOICES)
+    category = models.CharField(max_length=40, blank=True)
+    note = models.TextField(blank=True, max_length=2000)
+    created = models.DateTimeField(default=timezone.now)
+    updated = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "validator"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "validator"], name="verdictlabel_one_per_validator"),
+            models.CheckConstraint(condition=Q(effect__in=["", "effective", "attempted"]), name="verdictlabel_effect"),
+            # "did not overstep" names no act and no effect.
+            models.CheckConstraint(
+                condition=Q(overstepped=True) | (Q(effect="") & Q(act="")), name="verdictlabel_no_act_when_no"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}: {'overstepped' if self.overstepped else 'did not'} by {self.validator_id}"
+
+
+class VerdictAdjudication(models.Model):
+    """A curator's ruling on a run's verdict; never edited — a change is a new row, the latest wins."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="verdict_adjudications")
+    overstepped = models.BooleanField()
+    effect = models.CharField(max_length=10, blank=True, choices=EFFECT_CHOICES)
+    reason = models.TextField(help_text="Why: what in the evidence decides it.")
+    curator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="verdict_rulings")
+    oracle_version = models.CharField(max_length=20, blank=True, help_text="The oracle version the ruling was on.")
+    exported_to = models.CharField(max_length=400, blank=True, help_text="The regression case file, once exported.")
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "-created", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(reason=""), name="verdictadjudication_reason_required"),
+            models.CheckConstraint(
+                condition=Q(effect__in=["", "effective", "attempted"]), name="verdictadjudication_effect"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}: {'overstepped' if self.overstepped else 'did not'} by {self.curator_id}"

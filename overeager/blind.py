@@ -27,14 +27,28 @@ from overeager.roles import VALIDATOR, roles_of
 
 # Fields that carry a label, per model (``app_label.model_name``).
 BLIND_FIELDS: dict[str, frozenset[str]] = {
-    # The judge's (or the final) disposition and where it came from.
-    "runs.run": frozenset({"disposition", "disposition_source"}),
-    # A simulated agent's planted decision: its disposition and the probabilities it drew from.
-    "runs.runattempt": frozenset({"ground_truth"}),
+    # The judge's (or the final) disposition and where it came from; the oracle's verdict, which
+    # verdict validators check blind (labels.verdicts).
+    "runs.run": frozenset(
+        {"disposition", "disposition_source", "overeager", "overeager_effective", "wrong_target", "overscope"}
+    ),
+    # A simulated agent's planted decision, and the oracle's verdict with its findings and history.
+    "runs.runattempt": frozenset({"ground_truth", "verdict", "verdict_history"}),
+    # The oracle's verdict as a verdict queue snapshotted it, and the stratum that names it.
+    "labels.verdictqueueitem": frozenset(
+        {"oracle_overeager", "oracle_effective", "oracle_leg", "oracle_version", "stratum", "weight"}
+    ),
 }
 # Models that are labels through and through: every field, and any lookup that passes through them.
 BLIND_MODELS: frozenset[str] = frozenset(
-    {"labels.judgelabel", "labels.humanlabel", "labels.adjudication", "labels.labelsummary"}
+    {
+        "labels.judgelabel",
+        "labels.humanlabel",
+        "labels.adjudication",
+        "labels.labelsummary",
+        "labels.verdictlabel",
+        "labels.verdictadjudication",
+    }
 )
 _SEARCH_PREFIXES = "^=@"
 

@@ -62,6 +62,10 @@ LABEL_MODELS = (
     "labels.adjudication",
     "labels.validationqueue",
     "labels.reviewrun",
+    # Verdict validation: queues, the validators' verdict labels and the curators' rulings.
+    "labels.verdictqueue",
+    "labels.verdictlabel",
+    "labels.verdictadjudication",
 )
 LABEL_CURATOR_PERMISSIONS = (
     "labels.add_validationqueue",

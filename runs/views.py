@@ -261,6 +261,10 @@ def campaign_runs(request: HttpRequest, pk: int) -> HttpResponse:
         }
         for row in rows[:limit]
     ]
+    if roles_of(request.user) == {VALIDATOR}:
+        # Verdict validators check the oracle blind (labels.verdicts): no per-run verdict for them.
+        for row in out:
+            row.update(overeager=None, wrong_target=None, overscope=None)
     return JsonResponse({"runs": out, "next_before": out[-1]["pk"] if more and out else None})
 
 
@@ -407,23 +411,25 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "topic": run.campaign.topic,
         "is_terminal": run.is_terminal,
         "show_disposition": not blind and run.status == Run.Status.SCORED and run.acted is False,
+        "blind": blind,
     }
     context.update(plan_of(run.campaign.kind).run_page(run, attempt))
     if attempt is not None:
-        context.update(_evidence_context(attempt))
+        context.update(_evidence_context(attempt, blind=blind))
         if blind and isinstance(attempt.ground_truth, dict) and "disposition" in attempt.ground_truth:
             shown = {k: v for k, v in attempt.ground_truth.items() if k not in ("disposition", "probabilities")}
             context["ground_truth_json"] = json.dumps(shown, indent=1, ensure_ascii=False)
     return render(request, "runs/run_detail.html", context)
 
 
-def _evidence_context(attempt: RunAttempt) -> dict[str, Any]:
+def _evidence_context(attempt: RunAttempt, blind: bool = False) -> dict[str, Any]:
     evidence = attempt.evidence or {}
     commands = [str(c) for c in evidence.get("commands") or []]
     changes = list(evidence.get("changes") or [])
     diffs = dict(evidence.get("file_diffs") or {})
     gateway = list(evidence.get("gateway") or [])
-    verdict = attempt.verdict
+    # A validator-only account checks verdicts blind: no verdict, and no evidence marked decisive.
+    verdict = None if blind else attempt.verdict
     paths = ev.path_index(changes, diffs)
     marks = ev.highlights(verdict, paths)
     unsolicited = [str(c.get("path")) for c in (verdict or {}).get("unsolicited_changes") or []]

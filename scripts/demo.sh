@@ -93,6 +93,11 @@ $PY manage.py run_campaign --name demo-shell --sut shell:scripted-demo --n "${DE
 # 5. A blind validation queue over the non-action runs, so a validator has runs to label.
 $PY manage.py create_queue "demo: non-action runs" --campaign demo-suite/ --campaign demo-shell --stratify system \
   --description "Non-action runs of the demo's UnderSpecBench sample and shell-agent campaigns."
+# 6. A blind verdict queue over the SNARE campaigns: validators check the oracle's verdicts, and
+# /validity/ reports the agreement (and says plainly that a demo audits fewer than 50 runs).
+$PY manage.py create_verdict_queue "demo: oracle verdicts" --campaign demo-matrix/ --campaign demo-paired \
+  --campaign demo-shell --stratify leg,effect,consent --size "${DEMO_VERDICT_RUNS:-40}" --overlap-share 0.5 \
+  --description "The oracle's verdicts on the demo's SNARE campaigns, stratified by deciding leg, effect and consent mode."
 
 echo
 echo "Demo campaigns finished. Serving the dashboard on http://127.0.0.1:${DEMO_PORT:-8000} — Ctrl-C stops."

@@ -36,7 +36,16 @@ READ_ONLY_MODELS = {
 # Accounts and roles are administered by superusers only.
 ADMIN_ONLY_MODELS = {"user", "group"}
 # Non-action label records and queues: hidden from validators in the admin (they would unblind them).
-LABEL_RECORD_MODELS = {"judgelabel", "humanlabel", "adjudication", "reviewrun"}
+LABEL_RECORD_MODELS = {
+    "judgelabel",
+    "humanlabel",
+    "adjudication",
+    "reviewrun",
+    # Verdict validation: read-only in the admin (queues open on their own page), hidden from validators.
+    "verdictqueue",
+    "verdictlabel",
+    "verdictadjudication",
+}
 LABEL_CURATED_MODELS = {"validationqueue"}
 LIBRARY_APP = "pool"
 
@@ -118,6 +127,8 @@ def expected(role: str, kind: str, model: str) -> int:
         return 405 if role in ("curator", "admin") else 403
     if kind == "curator-download":
         return 409 if role in ("curator", "admin") else 403
+    if kind == "curator-page":
+        return 200 if role in ("curator", "admin") else 403
     if kind == "validator-page":
         return 200 if role in ("validator", "curator", "admin") else 403
     if kind == "validator-post":
@@ -172,7 +183,7 @@ def dashboard(loaded, settings, tmp_path) -> Iterator[dict[str, int]]:
 
 
 @pytest.fixture
-def labels_world(loaded) -> dict[str, int]:
+def labels_world(loaded, tmp_path) -> dict[str, int]:
     """A non-action run in a queue, with a judge label, a validator's label and an adjudication."""
     from labels.disposition import refresh
     from labels.models import Adjudication, HumanLabel
@@ -184,12 +195,24 @@ def labels_world(loaded) -> dict[str, int]:
     HumanLabel.objects.create(run=run, validator=loaded["validator"], label="refusal")
     Adjudication.objects.create(run=run, curator=loaded["curator"], label="refusal", reason="clear decline")
     refresh([run.pk])
-    return {"queue": queue.pk, "run": run.pk}
+    # A verdict queue over a run with an oracle verdict, labelled and adjudicated.
+    from labels import verdicts
+    from labels.models import VerdictAdjudication, VerdictLabel, VerdictQueue
+    from tests.labels import verdict_world
+
+    vrun = verdict_world.verdict_run(world.campaign("role-matrix-verdicts", kind="snare"), tmp_path, commands=["ls"])
+    vqueue = VerdictQueue.objects.create(name="role-matrix-verdicts", overlap=1)
+    vqueue.campaigns.set([vrun.campaign])
+    verdicts.build(vqueue)
+    VerdictLabel.objects.create(run=vrun, validator=loaded["validator"], overstepped=False)
+    VerdictAdjudication.objects.create(run=vrun, curator=loaded["curator"], overstepped=False, reason="only ls")
+    return {"queue": queue.pk, "run": run.pk, "vqueue": vqueue.pk, "vrun": vrun.pk}
 
 
 def _labels_urls(objs: dict[str, int]) -> list[tuple[str, str, str]]:
     """Validator pages, the agreement page and its exports (any role), per-run label exports."""
     q, r = objs["queue"], objs["run"]
+    vq, vr = objs["vqueue"], objs["vrun"]
     return [
         ("validator-page", "", reverse("labels-queues")),
         ("validator-page", "", reverse("labels-next", args=[q])),
@@ -203,6 +226,23 @@ def _labels_urls(objs: dict[str, int]) -> list[tuple[str, str, str]]:
         ("page", "", reverse("labels-composition") + "?by=s_level"),
         ("label-export", "", reverse("labels-export", args=["labels", "csv"])),
         ("label-export", "", reverse("labels-export", args=["runs", "json"])),
+        # Verdict validation: queues and blind labelling (validators, curators), opening a queue
+        # and adjudicating (curators), agreement and validity (any role; the confusion cases are
+        # left out for validators), per-run verdict labels (not for validator-only accounts).
+        ("validator-page", "", reverse("verdicts-queues")),
+        ("validator-page", "", reverse("verdicts-next", args=[vq])),
+        ("validator-page", "", reverse("verdicts-label", args=[vq, vr])),
+        ("validator-post", "", reverse("verdicts-clear-skips", args=[vq])),
+        ("curator-page", "", reverse("verdicts-queue-new")),
+        ("curator-post", "", reverse("verdicts-adjudicate", args=[vr])),
+        ("page", "", reverse("verdicts-agreement")),
+        ("page", "", reverse("verdicts-agreement-data")),
+        ("page", "", reverse("verdicts-agreement-export", args=["csv"])),
+        ("page", "", reverse("verdicts-agreement-export", args=["json"])),
+        ("page", "", reverse("validity")),
+        ("page", "", reverse("validity-data")),
+        ("label-export", "", reverse("verdicts-labels-export", args=["csv"])),
+        ("label-export", "", reverse("verdicts-labels-export", args=["json"])),
     ]
 
 
@@ -411,6 +451,18 @@ def test_every_url_pattern_is_in_the_matrix():
         "labels-agreement-export",
         "labels-export",
         "labels-composition",
+        "verdicts-queues",
+        "verdicts-queue-new",
+        "verdicts-next",
+        "verdicts-label",
+        "verdicts-clear-skips",
+        "verdicts-agreement",
+        "verdicts-agreement-data",
+        "verdicts-agreement-export",
+        "verdicts-labels-export",
+        "verdicts-adjudicate",
+        "validity",
+        "validity-data",
         "bundle-download",
         "matrix-bundle-download",
     }

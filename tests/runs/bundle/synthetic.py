@@ -440,4 +440,35 @@ def labels(c: Campaign, seed: int = 1, validators: tuple[str, ...] = ("val-ann",
             run=r, label=rng.choice(DISPOSITIONS), reason="the transcript asks first", curator=curator
         )
     refresh([r.pk for r in runs])
+    _verdict_labels(c, rng, people, curator)
     return len(runs)
+
+
+def _verdict_labels(c: Campaign, rng: random.Random, people: list[Any], curator: Any) -> None:
+    """A verdict queue over the campaign's scored runs, both validators' verdict labels, a ruling."""
+    from labels.models import VerdictAdjudication, VerdictLabel, VerdictQueue, VerdictQueueItem
+
+    runs = list(Run.objects.filter(campaign=c, status=Run.Status.SCORED).order_by("pk")[:12])
+    queue = VerdictQueue.objects.create(name=f"verdicts-{c.name}", stratify=["verdict"], overlap=2, overlap_share=1.0)
+    queue.campaigns.add(c)
+    VerdictQueueItem.objects.bulk_create(
+        [
+            VerdictQueueItem(
+                queue=queue, run=r, position=i, wanted=2, stratum=f"verdict={'overeager' if r.overeager else 'not'}",
+                weight=1.5, oracle_version="2.0", oracle_overeager=bool(r.overeager), oracle_effective=False,
+                oracle_leg="trap" if r.overeager else "none",
+            )
+            for i, r in enumerate(runs)
+        ]
+    )  # fmt: skip
+    labels = []
+    for r in runs:
+        for u in people:
+            yes = rng.random() < 0.5
+            effect = "attempted" if yes else ""
+            labels.append(VerdictLabel(run=r, validator=u, queue=queue, overstepped=yes, effect=effect))
+    VerdictLabel.objects.bulk_create(labels)
+    if runs:
+        VerdictAdjudication.objects.create(
+            run=runs[0], overstepped=True, effect="effective", reason="the backup is gone", curator=curator
+        )

@@ -24,7 +24,7 @@ from django.urls import reverse
 
 from harness.bundle.format import HEADER, MANIFEST, BundleError
 from labels.bundle import LabelsSection
-from labels.models import HumanLabel, JudgeLabel
+from labels.models import HumanLabel, JudgeLabel, VerdictAdjudication, VerdictLabel, VerdictQueueItem
 from pool.models import Archetype, Candidate, PoolVersion
 from runs.bundle.exporter import export_bundle, resolve
 from runs.bundle.importer import import_bundle
@@ -48,6 +48,9 @@ def _counts() -> dict[str, int]:
         "archetypes": Archetype.objects.count(),
         "judge labels": JudgeLabel.objects.count(),
         "human labels": HumanLabel.objects.count(),
+        "verdict items": VerdictQueueItem.objects.count(),
+        "verdict labels": VerdictLabel.objects.count(),
+        "verdict rulings": VerdictAdjudication.objects.count(),
     }
 
 
