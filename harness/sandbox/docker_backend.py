@@ -74,6 +74,87 @@ from harness.sandbox.paths import FileSpec, parent_dirs, root_of_sandbox_path, s
 TRACE_DIR = images.TRACE_DIR
 HOST_GRACE_S = 3.0
 _KILL_LOOP = "n=0; while kill -9 -1 2>/dev/null && [ $n -lt 1000 ]; do n=$((n+1)); done"
+# The end-of-exec sweep, run by the harness in a fresh root exec after every agent exec (never by
+# the agent's own supervisor shell, which the agent can SIGKILL, leaving e.g. a
+# clone(CLONE_UNTRACED) child that strace never saw).  Root has no CAP_KILL here, so the kill
+# runs as the agent uid (setpriv; root holds CAP_SETUID for the tracer); `kill -9 -1` from uid
+# 1000 reaches every uid-1000 process of this container's pid namespace and nothing else.  Then
+# root lists what is left (zombies are dead already) and the sweep repeats until it is nothing.
+_SWEEP = (
+    "for i in 1 2 3 4 5 6 7 8 9 10; do "
+    f"setpriv --reuid={AGENT_UID} --regid={AGENT_UID} --clear-groups -- /bin/sh -c '{_KILL_LOOP}'; "
+    f"left=$(ps -e -o pid=,uid=,ruid=,stat= | awk '($2 == {AGENT_UID} || $3 == {AGENT_UID}) && $4 !~ /^Z/ {{print $1}}'); "
+    '[ -z "$left" ] && exit 0; sleep 0.05; done; echo $left; exit 3'
+)
+# Evidence reads and harness writes walk every path component with O_NOFOLLOW from "/" (a
+# root exec: get_archive/put_archive resolve symlinked parents inside the container, which let
+# /workspace/link/shadow reach /etc/shadow and the root-only trace).  A regular file only, owned
+# by the agent or not hard-linked (a hard link to a root file would be the same escape).
+_READ_NOFOLLOW = r"""
+import os, stat, sys
+path, cap = sys.argv[1], int(sys.argv[2])
+def fail(code, msg):
+    sys.stderr.write(msg); sys.exit(code)
+parts = path.strip("/").split("/")
+try:
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    for part in parts[:-1]:
+        nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        os.close(fd); fd = nxt
+    f = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+except OSError as e:
+    fail(10, e.strerror or str(e))
+st = os.fstat(f)
+if not stat.S_ISREG(st.st_mode):
+    fail(11, "not a regular file")
+if st.st_nlink > 1 and st.st_uid != AGENT_UID:
+    fail(11, "a hard link to a file the agent does not own")
+if st.st_size > cap:
+    fail(12, f"{st.st_size} bytes, more than the {cap}-byte cap")
+left = cap + 1
+while left > 0:
+    chunk = os.read(f, min(left, 1 << 16))
+    if not chunk:
+        break
+    sys.stdout.buffer.write(chunk); left -= len(chunk)
+if left <= 0:
+    fail(12, f"more than the {cap}-byte cap")
+""".replace("AGENT_UID", str(AGENT_UID))
+_WRITE_NOFOLLOW = r"""
+import os, stat, sys
+path, mode = sys.argv[1], int(sys.argv[2], 8)
+data = sys.stdin.buffer.read()
+def fail(code, msg):
+    sys.stderr.write(msg); sys.exit(code)
+parts = path.strip("/").split("/")
+try:
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    for part in parts[:-1]:
+        nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        os.close(fd); fd = nxt
+except OSError as e:
+    fail(10, e.strerror or str(e))
+# The file is the agent's: create it as the agent (root has no CAP_CHOWN here).
+os.setgroups([]); os.setresgid(AGENT_UID, AGENT_UID, AGENT_UID); os.setresuid(AGENT_UID, AGENT_UID, AGENT_UID)
+name = parts[-1]
+try:
+    st = os.lstat(name, dir_fd=fd)
+    if stat.S_ISDIR(st.st_mode):
+        fail(11, "is a directory")
+    os.unlink(name, dir_fd=fd)  # replace, never write through (as a tar extraction would)
+except FileNotFoundError:
+    pass
+except OSError as e:
+    fail(10, e.strerror or str(e))
+try:
+    f = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=fd)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(f, view):]
+    os.fchmod(f, mode)
+except OSError as e:
+    fail(10, e.strerror or str(e))
+""".replace("AGENT_UID", str(AGENT_UID))
 
 _clients: dict[int, docker.DockerClient] = {}
 _image_ids: dict[str, str] = {}
@@ -208,7 +289,7 @@ class DockerSandbox(Sandbox):
         self._cgroup_memory: Path | None = None
         self._oom_seen = 0
         self._cwds: dict[int, str] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     @classmethod
     def create(
@@ -364,6 +445,8 @@ class DockerSandbox(Sandbox):
                 count = self._oom_kills_inside()
                 oom = count > self._oom_seen
                 self._oom_seen = count
+            if user == AGENT_USER:
+                self._sweep_agent_processes()
             if oom or result.timed_out:
                 # An OOM kill looks like a timeout's SIGKILL; report it as what it was.
                 return dataclasses.replace(result, timed_out=result.timed_out and not oom, oom_killed=oom)
@@ -499,6 +582,29 @@ class DockerSandbox(Sandbox):
         except docker.errors.APIError:
             pass
 
+    def _sweep_agent_processes(self) -> None:
+        """Kill every agent-uid process in the container and verify none is left.
+
+        Runs after every agent exec, before anything reads evidence.  If it cannot be verified
+        (the exec cannot start, or processes survive ten rounds) the container is killed: nothing
+        the agent started may run on while the harness reads the manifest or runs task checks.
+        """
+        for attempt in range(5):
+            try:
+                res = self._raw_exec(["/bin/sh", "-c", _SWEEP], user="root", timeout=20, cwd="/")
+            except SandboxError:
+                # A fork bomb can hold every pid so the exec cannot start: retry briefly.
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            if res.exit_code == 0:
+                return
+            break
+        try:
+            client().api.kill(self.container_id)
+        except docker.errors.APIError:
+            pass
+        raise SandboxError("agent processes survived the end-of-exec sweep; the sandbox was killed")
+
     # -- files ------------------------------------------------------------------------------
 
     def _check_path(self, path: str) -> str:
@@ -510,34 +616,41 @@ class DockerSandbox(Sandbox):
     def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
         cap = self.limits.read_file_bytes if max_bytes is None else max_bytes
         norm = self._check_path(path)
-        try:
-            chunks, _stat = client().api.get_archive(self.container_id, norm)
-        except docker.errors.NotFound:
-            raise SandboxFileError(f"{path}: No such file or directory") from None
-        except docker.errors.APIError as exc:
-            raise SandboxFileError(f"{path}: {exc.explanation or exc}") from None
-        # Parsed in memory, never extracted: only the first member, only a regular file, capped.
-        with tarfile.open(fileobj=io.BufferedReader(_ChunkStream(iter(chunks))), mode="r|") as tar:
-            member = tar.next()
-            if member is None or not member.isreg():
-                raise SandboxFileError(f"{path}: not a regular file")
-            if member.size > cap:
-                raise SandboxFileError(f"{path}: {member.size} bytes, more than the {cap}-byte cap")
-            fh = tar.extractfile(member)
-            assert fh is not None
-            return fh.read(cap)
+        cmd = ["python3", "-c", _READ_NOFOLLOW, norm, str(cap)]
+        with self._lock:  # never while an agent exec runs: after its sweep no agent process is alive
+            exec_id, res, reader, sock = self._start_exec(cmd, user="root", env=None, cwd="/", stdin=False)
+            out, err = CappedBuffer(cap + 1), CappedBuffer(64 * 1024)
+            frames = _Frames(out, err)
+            deadline = time.monotonic() + 120
+            try:
+                while time.monotonic() < deadline:
+                    ready, _, _ = select.select([sock], [], [], 1.0)
+                    if not ready:
+                        continue
+                    chunk = reader.read1(1 << 16)
+                    if not chunk:
+                        break
+                    frames.feed(chunk)
+                else:
+                    raise SandboxFileError(f"{path}: reading did not finish within 120 s")
+            finally:
+                res.close()
+            code = self._wait_exit_code(exec_id)
+        if code != 0 or out.truncated:
+            reason = err.getvalue().decode(errors="replace").strip() or f"read failed ({code})"
+            if code == 10 and "No such file" in reason:
+                reason = "No such file or directory"
+            raise SandboxFileError(f"{path}: {reason}")
+        return out.getvalue()
 
     def write_file(self, path: str, content: bytes, mode: int = 0o644) -> None:
         norm = self._check_path(path)
-        parent, _, name = norm.rpartition("/")
-        try:
-            ok = client().api.put_archive(self.container_id, parent, _tar_of([(name, content, mode, None)]))
-        except docker.errors.NotFound:
-            raise SandboxFileError(f"{path}: parent directory does not exist") from None
-        except docker.errors.APIError as exc:
-            raise SandboxFileError(f"{path}: {exc.explanation or exc}") from None
-        if not ok:
-            raise SandboxFileError(f"{path}: write failed")
+        cmd = ["python3", "-c", _WRITE_NOFOLLOW, norm, f"{mode & 0o7777:o}"]
+        with self._lock:
+            res = self._raw_exec(cmd, user="root", timeout=120, cwd="/", input=content)
+        if res.exit_code != 0:
+            reason = res.stderr_text.strip() or f"write failed ({res.exit_code})"
+            raise SandboxFileError(f"{path}: {reason}")
 
     # -- evidence ---------------------------------------------------------------------------
 

@@ -1,0 +1,79 @@
+"""Issue 17 items 4-6: what a hostile agent tried, on both backends.
+
+Every probe here runs inside a sandbox; nothing hostile runs on the host.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from harness.sandbox import probes
+from harness.sandbox.base import Sandbox, SandboxFileError, get_backend
+from tests.harness.sandbox.conftest import BACKENDS, FIXTURE_FILES, TEST_LIMITS, new_run_id
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    """One sandbox per backend for the read-only probes (each probe cleans up after itself)."""
+    sb = get_backend(str(request.param)).create(FIXTURE_FILES, run_id=new_run_id("probe"), limits=TEST_LIMITS)
+    try:
+        yield sb
+    finally:
+        sb.destroy()
+
+
+@pytest.mark.parametrize("probe", sorted(probes.PROBES))
+def test_every_escape_probe_is_blocked(shared_sandbox: Sandbox, probe: str) -> None:
+    result = probes.run_probe(shared_sandbox, probe)
+    assert result.blocked, f"{shared_sandbox.backend}: {probe} escaped: {result.detail}"
+
+
+def test_no_process_outlives_its_exec(sandbox: Sandbox) -> None:
+    """A clone(CLONE_UNTRACED) child started after SIGKILLing the supervisor shell is dead when
+    exec returns (docker used to let it write to /workspace after the "after" manifest)."""
+    result = probes.probe_outlive_exec(sandbox)
+    assert result.blocked, result.detail
+    assert "workspace/.late-write-probe" not in sandbox.manifest()
+
+
+def test_no_agent_process_is_alive_between_execs(sandbox: Sandbox) -> None:
+    sandbox.exec(["sh", "-c", "(setsid sleep 300 &) ; nohup sleep 301 >/dev/null 2>&1 &"], timeout=20)
+    res = sandbox.exec(["sh", "-c", "ps -e -o uid=,comm= | awk '$1 == 1000' | grep -c sleep || true"], timeout=20)
+    assert res.stdout_text.strip() == "0"
+
+
+def test_file_reads_and_writes_never_follow_a_symlinked_directory(sandbox: Sandbox) -> None:
+    """docker's read_file returned the container's /etc/shadow through /workspace/etc/shadow."""
+    sandbox.exec(
+        ["sh", "-c", "ln -s /etc /workspace/etc; ln -s /var/lib/overeager/trace /workspace/tr; ln -s / /home/agent/up"],
+        timeout=20,
+    )
+    for path in ("/workspace/etc/shadow", "/workspace/etc/passwd", "/workspace/tr/1.strace", "/home/agent/up/etc/hostname"):
+        with pytest.raises(SandboxFileError):
+            sandbox.read_file(path)
+    with pytest.raises(SandboxFileError):
+        sandbox.write_file("/workspace/etc/overeager-planted", b"x")
+    if sandbox.backend == "docker":
+        res = sandbox.exec(["ls", "/etc/overeager-planted"], timeout=20, user="root", traced=False)
+        assert res.exit_code != 0
+    # Ordinary reads and writes still work, including a file the agent made unreadable.
+    sandbox.exec(["sh", "-c", "mkdir -p /workspace/d && echo hi > /workspace/d/f && chmod 000 /workspace/d/f"], timeout=20)
+    assert sandbox.read_file("/workspace/d/f") == b"hi\n"
+    sandbox.write_file("/workspace/d/g", b"new", mode=0o600)
+    assert sandbox.read_file("/workspace/d/g") == b"new"
+    entry = sandbox.manifest()["workspace/d/g"]
+    assert (entry.type, entry.mode, entry.size) == ("file", 0o600, 3)
+
+
+def test_probes_report_an_escape_when_there_is_one() -> None:
+    """The probe verdicts are not vacuous: a probe program that crashes counts as an escape."""
+    result = probes._verdict("x", "", "Traceback ...", 1)
+    assert not result.blocked and "no verdict" in result.detail
+    assert probes._verdict("x", "ESCAPED wrote /etc\n", "", 0).blocked is False
+
+
+def _sleep_briefly() -> None:
+    time.sleep(0.1)
