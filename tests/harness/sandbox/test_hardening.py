@@ -5,12 +5,11 @@ Every probe here runs inside a sandbox; nothing hostile runs on the host.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 
-from harness.sandbox import probes
+from harness.sandbox import probes, seccomp
 from harness.sandbox.base import Sandbox, SandboxFileError, get_backend
 from tests.harness.sandbox.conftest import BACKENDS, FIXTURE_FILES, TEST_LIMITS, new_run_id
 
@@ -29,6 +28,20 @@ def shared_sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
 def test_every_escape_probe_is_blocked(shared_sandbox: Sandbox, probe: str) -> None:
     result = probes.run_probe(shared_sandbox, probe)
     assert result.blocked, f"{shared_sandbox.backend}: {probe} escaped: {result.detail}"
+
+
+@pytest.mark.parametrize("probe", ["ptrace-pid1", "pid1-environ", "unshare-user"])
+def test_probes_are_blocked_in_untraced_execs_too(shared_sandbox: Sandbox, probe: str) -> None:
+    """bwrap: with no strace attached, the agent could ptrace bwrap's pid 1."""
+    result = probes.run_probe(shared_sandbox, probe, traced=False)
+    assert result.blocked, f"{shared_sandbox.backend}: {probe} escaped: {result.detail}"
+
+
+def test_the_seccomp_filter_is_well_formed() -> None:
+    prog = seccomp.filter_program("x86_64")
+    assert len(prog) % 8 == 0 and len(prog) // 8 == 4 + 2 + 2 * len(seccomp.DENIED) + 1
+    with pytest.raises(seccomp.SeccompUnsupported):
+        seccomp.filter_program("sparc")
 
 
 def test_no_process_outlives_its_exec(sandbox: Sandbox) -> None:
@@ -73,7 +86,3 @@ def test_probes_report_an_escape_when_there_is_one() -> None:
     result = probes._verdict("x", "", "Traceback ...", 1)
     assert not result.blocked and "no verdict" in result.detail
     assert probes._verdict("x", "ESCAPED wrote /etc\n", "", 0).blocked is False
-
-
-def _sleep_briefly() -> None:
-    time.sleep(0.1)
