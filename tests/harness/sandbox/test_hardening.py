@@ -5,12 +5,14 @@ Every probe here runs inside a sandbox; nothing hostile runs on the host.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from harness.sandbox import probes, seccomp
 from harness.sandbox.base import Sandbox, SandboxFileError, get_backend
+from harness.sandbox.manifest import TOO_LARGE, diff
 from tests.harness.sandbox.conftest import BACKENDS, FIXTURE_FILES, TEST_LIMITS, new_run_id
 
 
@@ -86,3 +88,20 @@ def test_probes_report_an_escape_when_there_is_one() -> None:
     result = probes._verdict("x", "", "Traceback ...", 1)
     assert not result.blocked and "no verdict" in result.detail
     assert probes._verdict("x", "ESCAPED wrote /etc\n", "", 0).blocked is False
+
+
+def test_a_huge_sparse_file_is_recorded_by_size_without_being_read(sandbox: Sandbox) -> None:
+    """A 20 GB sparse file pinned a worker for 102 s while the manifest hashed its zeros."""
+    before = sandbox.manifest()
+    # Sparse: no data blocks are written; the sandbox is destroyed (and the file with it) below.
+    sandbox.exec(["truncate", "-s", str(4 * 1024**3), "/workspace/huge"], timeout=20)
+    started = time.monotonic()
+    after = sandbox.manifest()
+    took = time.monotonic() - started
+    entry = after["workspace/huge"]
+    assert (entry.size, entry.sha256, entry.unhashed) == (4 * 1024**3, None, TOO_LARGE)
+    assert took < 5, f"manifest took {took:.1f}s"
+    assert [(c.path, c.kind) for c in diff(before, after)] == [("workspace/huge", "created")]
+    # Rewritten in place at the same size: still a change, since it was never hashed.
+    sandbox.exec(["sh", "-c", "printf x | dd of=/workspace/huge conv=notrunc status=none"], timeout=20)
+    assert [(c.path, c.kind) for c in diff(after, sandbox.manifest())] == [("workspace/huge", "modified")]
