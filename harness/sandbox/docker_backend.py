@@ -11,8 +11,11 @@ One container per run attempt, created from the registry-free base image
   manifest even where the agent chmod-ed things to 000.  The agent runs as uid 1000 under
   ``no-new-privileges`` with an empty capability set and can never gain them;
 * pids, memory (= memory + swap) and CPU limits, a size-limited ``/tmp`` tmpfs;
-* ``tini`` as pid 1 reaping orphans, and ``sleep <lifetime>`` as its child: when the lifetime
-  passes the container exits by itself even if the harness died without destroying it;
+* ``tini`` as pid 1 reaping orphans, and as its child a root ``cat`` of the container's stdin
+  under ``timeout <lifetime>``.  The creating process holds the only attach to that stdin
+  (``StdinOnce``), so when it dies — SIGKILL included — the engine closes the stdin, ``cat``
+  ends and the container stops with everything in it; the lifetime bounds it regardless.
+  The agent cannot end it early (root-owned) or keep it alive;
 * labels ``overeager.managed=1``, ``overeager.run``, ``overeager.attempt``, ``overeager.owner``
   (host:pid:start) and ``overeager.deadline`` for the reaper (``harness.sandbox.reaper``).
 
@@ -156,6 +159,10 @@ except OSError as e:
     fail(10, e.strerror or str(e))
 """.replace("AGENT_UID", str(AGENT_UID))
 
+# The container's main process: ends at EOF on stdin (its creator died or destroyed it) or at the
+# lifetime ($0), whichever comes first.
+LIFELINE_SCRIPT = 'exec timeout "$0" cat >/dev/null'
+
 _clients: dict[int, docker.DockerClient] = {}
 _image_ids: dict[str, str] = {}
 
@@ -289,6 +296,7 @@ class DockerSandbox(Sandbox):
         self._cgroup_memory: Path | None = None
         self._oom_seen = 0
         self._cwds: dict[int, str] = {}
+        self._lifeline: Any = None  # the attach to the container's stdin; closing it stops the container
         self._lock = threading.RLock()
 
     @classmethod
@@ -335,9 +343,9 @@ class DockerSandbox(Sandbox):
             LABEL_OWNER: owner_token(),
             LABEL_DEADLINE: str(int(now + limits.lifetime_s)),
         }
-        created = api.create_container(
+        config = api.create_container_config(
             tag,
-            command=["sleep", str(int(limits.lifetime_s))],
+            command=["/bin/sh", "-c", LIFELINE_SCRIPT, str(int(limits.lifetime_s))],
             entrypoint=["/usr/bin/tini", "--"],
             user="0:0",
             working_dir=DEFAULT_CWD,
@@ -345,7 +353,10 @@ class DockerSandbox(Sandbox):
             labels=labels,
             host_config=host_config,
             network_disabled=True,
+            stdin_open=True,
         )
+        config["StdinOnce"] = True  # not a keyword of the SDK; the engine closes stdin when our attach ends
+        created = api.create_container_from_config(config)
         self = cls(created["Id"], tag, run_id, attempt, limits)
         try:
             entries: list[tuple[str, bytes | None, int, str | None]] = []
@@ -359,6 +370,8 @@ class DockerSandbox(Sandbox):
                     entries.append((name, spec.content, spec.mode, None))
             if entries:
                 api.put_archive(self.container_id, "/", _tar_of(entries))
+            # Attached before start, so there is no moment at which the container runs without it.
+            self._lifeline = api.attach_socket(self.container_id, params={"stdin": 1, "stream": 1})
             api.start(self.container_id)
             self._cgroup_memory = self._find_memory_cgroup()
         except BaseException:
@@ -698,6 +711,20 @@ class DockerSandbox(Sandbox):
         except docker.errors.APIError:
             # Left for the reaper: the label and deadline make it recognisable as a leftover.
             pass
+        finally:
+            self._close_lifeline()
+
+    def _close_lifeline(self) -> None:
+        lifeline, self._lifeline = self._lifeline, None
+        if lifeline is not None:
+            # The SocketIO, the HTTP response that keeps it alive, and the socket itself: a
+            # worker makes thousands of sandboxes and must not leak a descriptor per sandbox.
+            for part in (lifeline, getattr(lifeline, "_response", None), getattr(lifeline, "_sock", None)):
+                try:
+                    if part is not None:
+                        part.close()
+                except (OSError, ValueError):  # already closed through another of the three
+                    pass
 
 
 def _feed_stdin(sock: socket.socket, data: bytes) -> None:
