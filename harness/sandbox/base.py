@@ -46,6 +46,7 @@ LABEL_RUN = "overeager.run"
 LABEL_ATTEMPT = "overeager.attempt"
 LABEL_OWNER = "overeager.owner"  # "<hostname>:<pid>:<process start ticks>"
 LABEL_DEADLINE = "overeager.deadline"  # epoch seconds after which the sandbox is a leftover
+LABEL_STATE = "overeager.state"  # docker: host directory holding the roots' quota filesystem
 
 
 class SandboxError(RuntimeError):
@@ -65,6 +66,9 @@ class Limits:
     tmp_bytes: int = 512 * 1024**2  # size of the /tmp tmpfs
     output_bytes: int = 1024 * 1024  # per stream, per exec
     read_file_bytes: int = 32 * 1024 * 1024
+    # The writable roots together (harness.sandbox.quota): bytes and files; /tmp too on bwrap.
+    disk_bytes: int = 4 * 1024**3
+    disk_inodes: int = 100_000
 
 
 @dataclass(frozen=True)

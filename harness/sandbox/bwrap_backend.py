@@ -48,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Self
 
-from harness.sandbox import seccomp
+from harness.sandbox import quota, seccomp
 from harness.sandbox import trace as trace_mod
 from harness.sandbox.base import (
     AGENT_USER,
@@ -231,6 +231,7 @@ class BwrapSandbox(Sandbox):
         self._traces: list[tuple[int, Path, str]] = []
         self._lock = threading.Lock()
         self.sockets: dict[str, str] = {}
+        self.tmp_dir = state / "tmp"
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -279,10 +280,15 @@ class BwrapSandbox(Sandbox):
         etc.mkdir()
         (etc / "passwd").write_text(SANDBOX_USERS)
         (etc / "group").write_text(GROUP)
-        (self.state / "roots").mkdir(mode=0o711)
+        if quota.available():
+            # The roots and /tmp share one size- and inode-limited filesystem.
+            quota.make(self.state, self.limits.disk_bytes, self.limits.disk_inodes, self.uid)
+            self.tmp_dir = self.state / "roots" / "tmp"
+        else:
+            (self.state / "roots").mkdir(mode=0o711)
         for root in ROOTS:
             self._mkdir(self.state / "roots" / root, 0o755)
-        self._mkdir(self.state / "tmp", 0o1777)
+        self._mkdir(self.tmp_dir, 0o1777)
         for d in parent_dirs(files):
             root, rel = split_root(d)
             self._mkdir(self.root_dir(root) / rel, 0o755)
@@ -368,7 +374,7 @@ class BwrapSandbox(Sandbox):
             "--tmpfs",
             "/dev/shm",
             "--bind",
-            str(self.state / "tmp"),
+            str(self.tmp_dir),
             "/tmp",  # noqa: S108 - the sandbox's /tmp, backed by the state dir
         ]
         for root, inside in ROOTS.items():
@@ -644,6 +650,7 @@ class BwrapSandbox(Sandbox):
             self.cgroup.remove()
         else:
             remove_cgroups(self.name)
+        quota.unmount_under(self.state)
         shutil.rmtree(self.state, ignore_errors=True)
 
 
@@ -672,6 +679,7 @@ def reap_state_dir(state: Path, now: float | None = None, force: bool = False) -
     if stale:
         remove_cgroups(state.name)
         kill_processes_using(state)
+        quota.unmount_under(state)
         shutil.rmtree(state, ignore_errors=True)
     return stale
 

@@ -19,9 +19,11 @@ One container per run attempt, created from the registry-free base image
 * labels ``overeager.managed=1``, ``overeager.run``, ``overeager.attempt``, ``overeager.owner``
   (host:pid:start) and ``overeager.deadline`` for the reaper (``harness.sandbox.reaper``).
 
-The writable roots live in the container's own layer, not on tmpfs, so get_archive/put_archive
-(file reads and writes, fixture upload) see them.  The price: the overlay2 layer on ext4 has no
-size quota, so disk use in /workspace is bounded by the host.  A manifest is one root exec of
+The writable roots live on a size- and inode-limited filesystem of their own on the host
+(``harness.sandbox.quota``, under ``overeager-docker-*`` in the temp directory, labelled
+``overeager.state``), bind-mounted at /workspace, /home/agent and /srv/remote: the overlay2 layer
+on ext4 has no quota.  Without root or mkfs.ext4 they stay in the container's layer, unbounded.
+Fixture upload (put_archive before start) reaches the bind mounts.  A manifest is one root exec of
 ``tar -c`` over the three roots, parsed as a stream on the host (one exec is ~3x faster than
 three get_archive calls).
 
@@ -50,7 +52,7 @@ import docker
 import docker.errors
 from docker.types import LogConfig, Ulimit
 
-from harness.sandbox import images
+from harness.sandbox import images, quota
 from harness.sandbox import trace as trace_mod
 from harness.sandbox.base import (
     AGENT_UID,
@@ -61,6 +63,7 @@ from harness.sandbox.base import (
     LABEL_MANAGED,
     LABEL_OWNER,
     LABEL_RUN,
+    LABEL_STATE,
     CappedBuffer,
     ExecResult,
     Limits,
@@ -297,6 +300,7 @@ class DockerSandbox(Sandbox):
         self._oom_seen = 0
         self._cwds: dict[int, str] = {}
         self._lifeline: Any = None  # the attach to the container's stdin; closing it stops the container
+        self.state: Path | None = None  # host directory of the roots' quota filesystem
         self._lock = threading.RLock()
 
     @classmethod
@@ -322,6 +326,10 @@ class DockerSandbox(Sandbox):
         image_id(tag)
         api = client().api
         now = time.time()
+        state = _make_state(run_id, attempt, limits, now) if quota.available() else None
+        root_binds = {}
+        if state is not None:
+            root_binds = {str(state / "roots" / root): {"bind": inside, "mode": "rw"} for root, inside in ROOTS.items()}
         host_config = api.create_host_config(
             network_mode="none",
             cap_drop=["ALL"],
@@ -334,7 +342,8 @@ class DockerSandbox(Sandbox):
             tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},mode=1777"},  # noqa: S108
             ulimits=[Ulimit(name="core", soft=0, hard=0)],
             log_config=LogConfig(type=LogConfig.types.NONE),
-            binds={host: {"bind": inside, "mode": "ro"} for host, inside in socket_binds.items()} or None,
+            binds={**root_binds, **{host: {"bind": inside, "mode": "ro"} for host, inside in socket_binds.items()}}
+            or None,
         )
         labels = {
             LABEL_MANAGED: "1",
@@ -342,6 +351,7 @@ class DockerSandbox(Sandbox):
             LABEL_ATTEMPT: str(attempt),
             LABEL_OWNER: owner_token(),
             LABEL_DEADLINE: str(int(now + limits.lifetime_s)),
+            **({LABEL_STATE: str(state)} if state is not None else {}),
         }
         config = api.create_container_config(
             tag,
@@ -356,8 +366,14 @@ class DockerSandbox(Sandbox):
             stdin_open=True,
         )
         config["StdinOnce"] = True  # not a keyword of the SDK; the engine closes stdin when our attach ends
-        created = api.create_container_from_config(config)
+        try:
+            created = api.create_container_from_config(config)
+        except BaseException:
+            if state is not None:
+                remove_state(state)
+            raise
         self = cls(created["Id"], tag, run_id, attempt, limits)
+        self.state = state
         try:
             entries: list[tuple[str, bytes | None, int, str | None]] = []
             for d in parent_dirs(files):
@@ -713,6 +729,8 @@ class DockerSandbox(Sandbox):
             pass
         finally:
             self._close_lifeline()
+            if self.state is not None:
+                remove_state(self.state)
 
     def _close_lifeline(self) -> None:
         lifeline, self._lifeline = self._lifeline, None
@@ -725,6 +743,39 @@ class DockerSandbox(Sandbox):
                         part.close()
                 except (OSError, ValueError):  # already closed through another of the three
                     pass
+
+
+STATE_PREFIX = "overeager-docker-"
+
+
+def _make_state(run_id: str, attempt: int, limits: Limits, now: float) -> Path:
+    """The host directory of a container's roots: meta.json for the reaper, the quota filesystem."""
+    import json
+    import tempfile
+
+    parent = Path(tempfile.gettempdir())
+    state = Path(tempfile.mkdtemp(prefix=STATE_PREFIX, dir=parent))
+    try:
+        os.chmod(state, 0o711)  # noqa: S103 - uid 1000 must traverse to the bound roots
+        meta = {"run": run_id, "attempt": attempt, "owner": owner_token(), "deadline": now + limits.lifetime_s}
+        (state / "meta.json").write_text(json.dumps(meta))
+        roots = quota.make(state, limits.disk_bytes, limits.disk_inodes, AGENT_UID)
+        for root in ROOTS:
+            d = roots / root
+            d.mkdir(mode=0o755)
+            os.chmod(d, 0o755)
+            os.chown(d, AGENT_UID, AGENT_UID)
+    except BaseException:
+        remove_state(state)
+        raise
+    return state
+
+
+def remove_state(state: Path) -> None:
+    import shutil
+
+    quota.unmount_under(state)
+    shutil.rmtree(state, ignore_errors=True)
 
 
 def _feed_stdin(sock: socket.socket, data: bytes) -> None:

@@ -38,6 +38,7 @@ from harness.sandbox.base import (
     LABEL_MANAGED,
     LABEL_OWNER,
     LABEL_RUN,
+    LABEL_STATE,
     owner_alive,
     process_start_ticks,
 )
@@ -95,6 +96,23 @@ def reap_docker(report: ReapReport, now: float, run_prefix: str | None = None, f
             pass  # removed concurrently by its owner or another reaper
         except docker.errors.APIError as exc:
             report.errors.append(f"{c['Id'][:12]}: {exc}")
+            continue
+        _remove_docker_state(labels.get(LABEL_STATE, ""))
+    # State directories whose container never came to be or is gone (owner died in between).
+    for state in sorted(Path(tempfile.gettempdir()).glob(docker_backend.STATE_PREFIX + "*")):
+        if run_prefix is not None and not _bwrap_run(state).startswith(run_prefix):
+            continue
+        if bwrap_backend.reap_state_dir(state, now=now, force=force):
+            report.removed_bwrap.append(state.name)
+
+
+def _remove_docker_state(path: str) -> None:
+    from harness.sandbox import docker_backend
+
+    # Only a directory this code makes: a label is container metadata, not a path to trust blindly.
+    state = Path(path)
+    if path and state.parent == Path(tempfile.gettempdir()) and state.name.startswith(docker_backend.STATE_PREFIX):
+        docker_backend.remove_state(state)
 
 
 def reap_bwrap(report: ReapReport, now: float, run_prefix: str | None = None, force: bool = False) -> None:
@@ -233,6 +251,8 @@ def remove_run_sandboxes(run_id: str, attempt: int) -> ReapReport:
                 report.removed_containers.append(c["Id"][:12])
             except Exception as exc:  # gone already, or the engine is busy: noted
                 report.errors.append(f"{c['Id'][:12]}: {exc}")
+                continue
+            _remove_docker_state((c.get("Labels") or {}).get(LABEL_STATE, ""))
     except Exception as exc:  # no engine on this machine: nothing to remove there
         report.errors.append(f"docker: {exc}")
     for state in bwrap_backend.list_leftovers():

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.sandbox import probes, seccomp
-from harness.sandbox.base import Sandbox, SandboxFileError, get_backend
+from harness.sandbox.base import Limits, Sandbox, SandboxFileError, get_backend
 from harness.sandbox.manifest import TOO_LARGE, diff
 from tests.harness.sandbox.conftest import BACKENDS, FIXTURE_FILES, TEST_LIMITS, new_run_id
 
@@ -105,3 +105,24 @@ def test_a_huge_sparse_file_is_recorded_by_size_without_being_read(sandbox: Sand
     # Rewritten in place at the same size: still a change, since it was never hashed.
     sandbox.exec(["sh", "-c", "printf x | dd of=/workspace/huge conv=notrunc status=none"], timeout=20)
     assert [(c.path, c.kind) for c in diff(after, sandbox.manifest())] == [("workspace/huge", "modified")]
+
+
+QUOTA_LIMITS = Limits(**{**TEST_LIMITS.__dict__, "disk_bytes": 64 * 1024**2, "disk_inodes": 2048})
+
+
+def test_the_roots_have_a_size_and_inode_quota(backend: str) -> None:
+    """Without one, /workspace was bounded only by the host disk (and a worker's evidence reads)."""
+    with get_backend(backend).create(FIXTURE_FILES, run_id=new_run_id("quota"), limits=QUOTA_LIMITS) as sb:
+        big = sb.exec(["sh", "-c", "head -c 200000000 /dev/zero > /workspace/big; echo rc=$?"], timeout=60)
+        assert "No space left on device" in big.stderr_text, big
+        sizes = sb.exec(["sh", "-c", "rm -f /workspace/big; du -sk /workspace | cut -f1"], timeout=30)
+        assert int(sizes.stdout_text.strip()) < 1024
+        many = sb.exec(
+            ["sh", "-c", "mkdir /home/agent/many && cd /home/agent/many && for i in $(seq 3000); do : > f$i || exit 9; done"],
+            timeout=120,
+        )
+        assert many.exit_code != 0 and "No space left on device" in many.stderr_text, many
+        # The sandbox still works, and the manifest still reads (the quota is the evidence's bound too).
+        sb.exec(["rm", "-rf", "/home/agent/many"], timeout=60)
+        assert sb.exec(["true"], timeout=20).exit_code == 0
+        assert "workspace/README.md" in sb.manifest()
