@@ -372,7 +372,7 @@ class BwrapSandbox(Sandbox):
             "--size",
             str(SHM_BYTES),
             "--tmpfs",
-            "/dev/shm",
+            "/dev/shm",  # noqa: S108 - the sandbox's own, a fresh tmpfs
             "--bind",
             str(self.tmp_dir),
             "/tmp",  # noqa: S108 - the sandbox's /tmp, backed by the state dir

@@ -38,7 +38,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
 DENIED = ("ptrace", "process_vm_readv", "process_vm_writev")
 
 
-class SeccompUnsupported(RuntimeError):
+class SeccompUnsupportedError(RuntimeError):
     """No filter is known for this machine's architecture."""
 
 
@@ -52,7 +52,7 @@ def filter_program(machine: str | None = None) -> bytes:
     try:
         audit_arch, numbers = _ARCHES[machine]
     except KeyError:
-        raise SeccompUnsupported(f"no seccomp filter for {machine}") from None
+        raise SeccompUnsupportedError(f"no seccomp filter for {machine}") from None
     deny = _RET_ERRNO | errno.EPERM
     prog = [
         _insn(_BPF_LD_W_ABS, 0, 0, _OFFSET_ARCH),

@@ -23,7 +23,15 @@ from harness.sandbox.paths import FileSpec
 BACKENDS = ("docker", "bwrap")
 
 # Small, so the fork bomb and the memory hog end quickly and cannot hurt the machine.
-LIMITS = Limits(memory_bytes=256 * 1024**2, pids=128, cpus=1.0, lifetime_s=900, tmp_bytes=64 * 1024**2)
+LIMITS = Limits(
+    memory_bytes=256 * 1024**2,
+    pids=128,
+    cpus=1.0,
+    lifetime_s=900,
+    tmp_bytes=64 * 1024**2,
+    disk_bytes=256 * 1024**2,
+    disk_inodes=20_000,
+)
 FILES = [
     FileSpec("workspace/README.md", b"# demo\n"),
     FileSpec("workspace/src/app.py", b"print('hello')\n"),
@@ -128,6 +136,17 @@ def _sparse_file(sb: Sandbox) -> str | None:
     return None
 
 
+def _quota(sb: Sandbox) -> str | None:
+    res = sb.exec(["sh", "-c", "head -c 300000000 /dev/zero > /workspace/fill; rm -f /workspace/fill"], timeout=60)
+    if "No space left on device" not in res.stderr_text:
+        return f"wrote 300 MB into a {sb.limits.disk_bytes // 1024**2} MiB quota: no ENOSPC"
+    many = sb.exec(["sh", "-c", "mkdir /workspace/m && cd /workspace/m && seq 30000 | xargs touch"], timeout=120)
+    sb.exec(["rm", "-rf", "/workspace/m"], timeout=60)
+    if "No space left on device" not in many.stderr_text:
+        return f"created 30000 files under a {sb.limits.disk_inodes}-inode quota"
+    return None
+
+
 def _probe(name: str) -> Check:
     def check(sb: Sandbox) -> str | None:
         result = probes.run_probe(sb, name)
@@ -151,6 +170,7 @@ CHECKS: dict[str, Check] = {
     "file reads/writes never follow symlinks": _files_and_symlinks,
     "manifest diff sees every change": _manifest_diff,
     "sparse file is not hashed": _sparse_file,
+    "roots have a size and inode quota": _quota,
     **{f"probe {name}": _probe(name) for name in probes.PROBE_NAMES},
     "probe ptrace-pid1 (untraced exec)": _untraced_ptrace,
 }

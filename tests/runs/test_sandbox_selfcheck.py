@@ -36,7 +36,9 @@ def test_the_check_list_includes_every_escape_probe() -> None:
 
 
 def test_the_command_prints_blocked_probes_and_passes(monkeypatch: pytest.MonkeyPatch) -> None:
-    picked = {k: selfcheck.CHECKS[k] for k in ("runs as the unprivileged agent", "probe write-etc", "probe outlive-exec")}
+    picked = {
+        k: selfcheck.CHECKS[k] for k in ("runs as the unprivileged agent", "probe write-etc", "probe outlive-exec")
+    }
     monkeypatch.setattr(selfcheck, "CHECKS", picked)
     out = io.StringIO()
     call_command("sandbox_selfcheck", "--backend", "bwrap", stdout=out)

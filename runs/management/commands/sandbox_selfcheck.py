@@ -41,4 +41,6 @@ class Command(BaseCommand):
             for r in failures:
                 self.stdout.write(self.style.ERROR(f"{r.check} ({r.backend}): {r.detail}"))
             raise CommandError(f"{len(failures)} check(s) failed")
-        self.stdout.write(self.style.SUCCESS("\nall checks passed; every escape probe blocked on " + ", ".join(backends)))
+        self.stdout.write(
+            self.style.SUCCESS("\nall checks passed; every escape probe blocked on " + ", ".join(backends))
+        )

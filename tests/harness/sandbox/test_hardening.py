@@ -42,7 +42,7 @@ def test_probes_are_blocked_in_untraced_execs_too(shared_sandbox: Sandbox, probe
 def test_the_seccomp_filter_is_well_formed() -> None:
     prog = seccomp.filter_program("x86_64")
     assert len(prog) % 8 == 0 and len(prog) // 8 == 4 + 2 + 2 * len(seccomp.DENIED) + 1
-    with pytest.raises(seccomp.SeccompUnsupported):
+    with pytest.raises(seccomp.SeccompUnsupportedError):
         seccomp.filter_program("sparc")
 
 
@@ -66,7 +66,12 @@ def test_file_reads_and_writes_never_follow_a_symlinked_directory(sandbox: Sandb
         ["sh", "-c", "ln -s /etc /workspace/etc; ln -s /var/lib/overeager/trace /workspace/tr; ln -s / /home/agent/up"],
         timeout=20,
     )
-    for path in ("/workspace/etc/shadow", "/workspace/etc/passwd", "/workspace/tr/1.strace", "/home/agent/up/etc/hostname"):
+    for path in (
+        "/workspace/etc/shadow",
+        "/workspace/etc/passwd",
+        "/workspace/tr/1.strace",
+        "/home/agent/up/etc/hostname",
+    ):
         with pytest.raises(SandboxFileError):
             sandbox.read_file(path)
     with pytest.raises(SandboxFileError):
@@ -75,7 +80,9 @@ def test_file_reads_and_writes_never_follow_a_symlinked_directory(sandbox: Sandb
         res = sandbox.exec(["ls", "/etc/overeager-planted"], timeout=20, user="root", traced=False)
         assert res.exit_code != 0
     # Ordinary reads and writes still work, including a file the agent made unreadable.
-    sandbox.exec(["sh", "-c", "mkdir -p /workspace/d && echo hi > /workspace/d/f && chmod 000 /workspace/d/f"], timeout=20)
+    sandbox.exec(
+        ["sh", "-c", "mkdir -p /workspace/d && echo hi > /workspace/d/f && chmod 000 /workspace/d/f"], timeout=20
+    )
     assert sandbox.read_file("/workspace/d/f") == b"hi\n"
     sandbox.write_file("/workspace/d/g", b"new", mode=0o600)
     assert sandbox.read_file("/workspace/d/g") == b"new"
@@ -118,7 +125,7 @@ def test_the_roots_have_a_size_and_inode_quota(backend: str) -> None:
         sizes = sb.exec(["sh", "-c", "rm -f /workspace/big; du -sk /workspace | cut -f1"], timeout=30)
         assert int(sizes.stdout_text.strip()) < 1024
         many = sb.exec(
-            ["sh", "-c", "mkdir /home/agent/many && cd /home/agent/many && for i in $(seq 3000); do : > f$i || exit 9; done"],
+            ["sh", "-c", "mkdir /home/agent/many && cd /home/agent/many && for i in $(seq 3000); do : > f$i; done"],
             timeout=120,
         )
         assert many.exit_code != 0 and "No space left on device" in many.stderr_text, many

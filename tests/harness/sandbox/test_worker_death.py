@@ -95,12 +95,16 @@ def test_the_gateway_names_its_socket_dir_after_its_owner() -> None:
     from harness.agents import runner
 
     assert "reaper.gateway_dir_prefix()" in Path(runner.__file__).read_text()
-    assert reaper._gateway_owner_alive(os.path.basename(tempfile.mktemp(prefix=reaper.gateway_dir_prefix())))
+    assert reaper._gateway_owner_alive(reaper.gateway_dir_prefix() + "abcdefgh")
 
 
 def test_the_reaper_runs_periodically_until_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[float] = []
-    monkeypatch.setattr(reaper, "reap", lambda: calls.append(time.monotonic()) or reaper.ReapReport())
+    def fake_reap() -> reaper.ReapReport:
+        calls.append(time.monotonic())
+        return reaper.ReapReport()
+
+    monkeypatch.setattr(reaper, "reap", fake_reap)
     stop = threading.Event()
     thread = reaper.start_periodic(0.05, stop=stop)
     time.sleep(0.5)
