@@ -134,7 +134,7 @@ class OvereagerWorker(SimpleWorker):
         # sandboxes and gateway directory to whoever sweeps next, which must not wait for a
         # worker restart.
         reaper_stop = threading.Event()
-        reaper.start_periodic(float(getattr(settings, "REAPER_INTERVAL_SECONDS", 300)), stop=reaper_stop)
+        reaper.start_periodic(float(settings.REAPER_INTERVAL_SECONDS), stop=reaper_stop)
         gateway_handle()
         worked = False
         restarts: list[float] = []

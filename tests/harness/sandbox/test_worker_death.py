@@ -100,6 +100,7 @@ def test_the_gateway_names_its_socket_dir_after_its_owner() -> None:
 
 def test_the_reaper_runs_periodically_until_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[float] = []
+
     def fake_reap() -> reaper.ReapReport:
         calls.append(time.monotonic())
         return reaper.ReapReport()
