@@ -340,7 +340,13 @@ class DockerSandbox(Sandbox):
             mem_limit=limits.memory_bytes,
             memswap_limit=limits.memory_bytes,
             nano_cpus=int(limits.cpus * 1e9),
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},mode=1777"},  # noqa: S108
+            # Every agent-writable place outside the roots is a bounded tmpfs: the image's
+            # world-writable /var/tmp and /run/lock would otherwise be unbounded container layer.
+            tmpfs={
+                "/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},nr_inodes={limits.disk_inodes},mode=1777",  # noqa: S108
+                "/var/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},nr_inodes={limits.disk_inodes},mode=1777",  # noqa: S108
+                "/run/lock": "rw,nosuid,nodev,noexec,size=1m,nr_inodes=1024,mode=1777",
+            },
             ulimits=[Ulimit(name="core", soft=0, hard=0)],
             log_config=LogConfig(type=LogConfig.types.NONE),
             binds={**root_binds, **{host: {"bind": inside, "mode": "ro"} for host, inside in socket_binds.items()}}

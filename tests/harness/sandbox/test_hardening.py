@@ -129,6 +129,11 @@ def test_the_roots_have_a_size_and_inode_quota(backend: str) -> None:
             timeout=120,
         )
         assert many.exit_code != 0 and "No space left on device" in many.stderr_text, many
+        # Scratch outside the roots is bounded too (Docker: tmpfs; bwrap: /tmp is in the quota).
+        scratch = ["/tmp", "/var/tmp", "/run/lock"] if backend == "docker" else ["/tmp"]
+        for d in scratch:
+            fill = sb.exec(["sh", "-c", f"head -c 200000000 /dev/zero > {d}/fill; rm -f {d}/fill"], timeout=60)
+            assert "No space left on device" in fill.stderr_text, (d, fill)
         # The sandbox still works, and the manifest still reads (the quota is the evidence's bound too).
         sb.exec(["rm", "-rf", "/home/agent/many"], timeout=60)
         assert sb.exec(["true"], timeout=20).exit_code == 0
