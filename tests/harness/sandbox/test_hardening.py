@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.sandbox import probes, seccomp
-from harness.sandbox.base import Limits, Sandbox, SandboxFileError, get_backend
+from harness.sandbox.base import Limits, Sandbox, SandboxError, SandboxFileError, get_backend
 from harness.sandbox.manifest import TOO_LARGE, diff
 from tests.harness.sandbox.conftest import BACKENDS, FIXTURE_FILES, TEST_LIMITS, new_run_id
 
@@ -138,3 +138,17 @@ def test_the_roots_have_a_size_and_inode_quota(backend: str) -> None:
         sb.exec(["rm", "-rf", "/home/agent/many"], timeout=60)
         assert sb.exec(["true"], timeout=20).exit_code == 0
         assert "workspace/README.md" in sb.manifest()
+
+
+def test_a_sweep_that_cannot_verify_kills_the_container(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Evidence is never read from a container whose agent processes might still run."""
+    import docker
+
+    from harness.sandbox import docker_backend
+
+    with get_backend("docker").create([], run_id=new_run_id("sweep"), limits=TEST_LIMITS) as sb:
+        monkeypatch.setattr(docker_backend, "_SWEEP", "echo 4242; exit 3")  # "pid 4242 survived"
+        with pytest.raises(SandboxError, match="survived"):
+            sb.exec(["true"], timeout=20)
+        state = docker.from_env().api.inspect_container(sb.container_id)["State"]  # type: ignore[attr-defined]
+        assert not state["Running"]
