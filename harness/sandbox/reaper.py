@@ -51,11 +51,14 @@ class ReapReport:
     removed_containers: list[str] = field(default_factory=list)
     removed_bwrap: list[str] = field(default_factory=list)
     removed_gateway_dirs: list[str] = field(default_factory=list)
+    removed_docker_state: list[str] = field(default_factory=list)  # quota roots of gone containers
     kept: int = 0
     errors: list[str] = field(default_factory=list)
 
     @property
     def removed(self) -> int:
+        # Docker state dirs are not counted: each belongs to a container counted already, or to
+        # one that never started.
         return len(self.removed_containers) + len(self.removed_bwrap) + len(self.removed_gateway_dirs)
 
 
@@ -103,7 +106,7 @@ def reap_docker(report: ReapReport, now: float, run_prefix: str | None = None, f
         if run_prefix is not None and not _bwrap_run(state).startswith(run_prefix):
             continue
         if bwrap_backend.reap_state_dir(state, now=now, force=force):
-            report.removed_bwrap.append(state.name)
+            report.removed_docker_state.append(state.name)
 
 
 def _remove_docker_state(path: str) -> None:
