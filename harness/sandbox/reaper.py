@@ -6,7 +6,8 @@ A sandbox is a leftover when any of these holds:
 * its owner process is gone — the ``overeager.owner`` label / meta.json holds
   ``host:pid:start-ticks``; a live pid with a different start time is a reused pid, not the owner;
 * its deadline (creation + lifetime) has passed;
-* (docker) it is no longer running — the lifetime ``sleep`` ended or pid 1 was killed.
+* (docker) it is no longer running — its lifetime ended, its creator died (the stdin lifeline
+  closed) or pid 1 was killed.
 
 Sandboxes owned by another host are judged only by deadline and state, since their owner's
 liveness cannot be checked from here.  Call :func:`reap` at worker start and run
