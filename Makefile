@@ -62,7 +62,8 @@ sandbox: install
 images: install
 	$(PY) manage.py build_images
 
-selfcheck: install-dev
+# The user-facing sandbox check (runtime requirements only; both backends, escape probes included).
+selfcheck: install
 	$(PY) manage.py sandbox_selfcheck
 
 bench-sandbox: install
@@ -99,7 +100,7 @@ local-model-serve: install
 local-model-smoke: install
 	$(PY) bench/local_model_smoke.py
 
-ci: lint check-deploy migrations-check test
+ci: lint check-deploy migrations-check selfcheck test
 
 clean:
 	rm -rf var/static .pytest_cache .mypy_cache .ruff_cache

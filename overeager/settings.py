@@ -132,6 +132,8 @@ SANDBOX_BACKEND = env_choice("SANDBOX_BACKEND", "auto", ("auto", "docker", "bwra
 RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 60, minimum=3)
 RUN_MAX_INFRA_FAILURES = env_int("RUN_MAX_INFRA_FAILURES", 4, minimum=1)
 WATCHDOG_INTERVAL_SECONDS = env_int("WATCHDOG_INTERVAL_SECONDS", 10, minimum=1)
+# How often each worker sweeps sandboxes and gateway directories of dead owners (harness.sandbox.reaper).
+REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 300, minimum=1)
 # Evidence files of every attempt (gateway records, agent output); a shared filesystem when
 # workers run on several machines.
 EVIDENCE_DIR = Path(env_str("EVIDENCE_DIR", str(VAR_DIR / "evidence")))

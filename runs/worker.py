@@ -130,6 +130,11 @@ class OvereagerWorker(SimpleWorker):
 
         with contextlib.suppress(Exception):
             reaper.reap()  # leftovers of an earlier worker on this machine
+        # And again every few minutes: a worker that died meanwhile (SIGKILL, OOM) left its
+        # sandboxes and gateway directory to whoever sweeps next, which must not wait for a
+        # worker restart.
+        reaper_stop = threading.Event()
+        reaper.start_periodic(float(settings.REAPER_INTERVAL_SECONDS), stop=reaper_stop)
         gateway_handle()
         worked = False
         restarts: list[float] = []
@@ -151,6 +156,7 @@ class OvereagerWorker(SimpleWorker):
                     self.name = uuid.uuid4().hex
                     log.warning("re-entering the work loop as worker %s", self.name)
         finally:
+            reaper_stop.set()
             stop_gateway()
 
     def _wait_for_redis(self) -> bool:

@@ -48,6 +48,7 @@ from harness.gateway.registry import (
 )
 from harness.outcome import Validity
 from harness.procutil import die_with_parent
+from harness.sandbox import reaper
 from harness.sandbox.base import ExecResult, Sandbox, SandboxError
 from harness.sandbox.images import agents as agent_images
 from harness.sandbox.paths import FileSpec, sandbox_path
@@ -77,7 +78,9 @@ class GatewayHandle:
 @contextlib.contextmanager
 def gateway_process(redis_url: str, prefix: str = DEFAULT_PREFIX, startup_s: float = 20.0) -> Iterator[GatewayHandle]:
     """Start ``python -m harness.gateway.server`` on a Unix socket in a fresh directory; stop it after."""
-    socket_dir = tempfile.mkdtemp(prefix="overeager-gw-")
+    # The name carries the owner (pid, start ticks): the reaper removes it if a SIGKILL skipped
+    # the ``finally`` below.
+    socket_dir = tempfile.mkdtemp(prefix=reaper.gateway_dir_prefix())
     # The sandbox's agent (uid 1000) must traverse the directory to reach the 0666 socket.
     os.chmod(socket_dir, 0o755)  # noqa: S103
     handle = GatewayHandle(socket_dir, redis_url, prefix)

@@ -6,11 +6,12 @@ this project: creation takes the scenario's fixture files (validated before anyt
 and a sandbox yields the evidence the oracles need — manifests of the writable roots and the
 executed-command trace.
 
-Contract shared by the backends (checked by tests/sandbox and ``manage.py sandbox_selfcheck``):
+Contract shared by the backends (checked by tests/harness/sandbox and ``manage.py sandbox_selfcheck``):
 
 * commands run as the non-root ``agent`` user (uid 1000) with HOME=/home/agent, no network;
 * ``exec`` never leaves processes behind: when the command returns or times out, everything it
-  started is killed *inside* the sandbox;
+  started is killed *inside* the sandbox — on Docker by a harness exec after every agent exec,
+  verified empty, since the agent can kill its own supervisor;
 * stdout/stderr are read as a stream and capped (``Limits.output_bytes`` each); the rest is
   drained and dropped, and ``truncated`` is set;
 * output is bytes; ``stdout_text``/``stderr_text`` decode with U+FFFD replacement for display;
@@ -46,6 +47,7 @@ LABEL_RUN = "overeager.run"
 LABEL_ATTEMPT = "overeager.attempt"
 LABEL_OWNER = "overeager.owner"  # "<hostname>:<pid>:<process start ticks>"
 LABEL_DEADLINE = "overeager.deadline"  # epoch seconds after which the sandbox is a leftover
+LABEL_STATE = "overeager.state"  # docker: host directory holding the roots' quota filesystem
 
 
 class SandboxError(RuntimeError):
@@ -65,6 +67,9 @@ class Limits:
     tmp_bytes: int = 512 * 1024**2  # size of the /tmp tmpfs
     output_bytes: int = 1024 * 1024  # per stream, per exec
     read_file_bytes: int = 32 * 1024 * 1024
+    # The writable roots together (harness.sandbox.quota): bytes and files; /tmp too on bwrap.
+    disk_bytes: int = 4 * 1024**3
+    disk_inodes: int = 100_000
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,14 @@ Every ``exec`` is one ``bwrap`` invocation over a per-sandbox state directory on
     <state>/meta.json                        owner process and deadline, read by the reaper
 
 Isolation: all namespaces unshared (user, pid, net, ipc, uts, cgroup) so there is no network
-but a private loopback; ``/usr`` and the few ``/etc`` files programs need are read-only binds;
-``--die-with-parent`` and ``--new-session``; the command runs under the same in-sandbox
+but a private loopback; no further user namespace can be made inside (``--disable-userns``);
+``/usr`` and the few ``/etc`` files programs need are read-only binds and bwrap's own root
+(``/``, ``/etc``, ``/home``, ``/srv``, ``/run``, ``/dev``) is remounted read-only, so the only
+writable places are the roots (in the manifests), ``/tmp`` and a per-exec 64 MB ``/dev/shm``;
+a seccomp filter (``harness.sandbox.seccomp``) refuses ptrace and cross-process memory access,
+and bwrap starts with an empty environment and its options behind ``--args FD``, so its pid 1
+(same uid as the agent here, unlike Docker's root tini) exposes neither the worker's
+environment nor host paths; ``--die-with-parent`` and ``--new-session``; the command runs under the same in-sandbox
 supervisor as the Docker backend (``timeout -s KILL`` plus a kill of everything left behind),
 and because it is pid 1's child in a private pid namespace, everything in it dies with it.
 
@@ -21,8 +27,8 @@ memory hog fails its allocation rather than being OOM-killed, and ``oom_killed``
 the error message.  As root the sandbox runs as host uid ``HOST_UID`` (never host root: host
 root files under the read-only binds would otherwise count as "owned" by the agent).
 
-Not enforced here (documented gaps against the Docker backend): no seccomp filter, and the
-sizes of the writable roots and /tmp are bounded only by the host disk.
+Documented differences from the Docker backend: the agent cannot ptrace even its own processes
+(the seccomp filter), and ``/proc/self/mountinfo`` names the host state directory's path.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Self
 
+from harness.sandbox import quota, seccomp
 from harness.sandbox import trace as trace_mod
 from harness.sandbox.base import (
     AGENT_USER,
@@ -65,6 +72,7 @@ STATE_PARENT = Path(os.environ.get("OVEREAGER_BWRAP_STATE_DIR", tempfile.gettemp
 STATE_PREFIX = "overeager-bwrap-"
 CGROUP_PARENT = "overeager"
 HOST_GRACE_S = 3.0  # after the in-sandbox timeout, how long the host waits before killing bwrap
+SHM_BYTES = 64 * 1024**2  # /dev/shm: a per-exec tmpfs of Docker's default size
 
 # Read-only pieces of the host's /etc that ordinary programs need (dynamic linker, TLS roots,
 # time zone, Debian alternatives for python3/node/editor symlinks).  Never the whole /etc: it
@@ -223,6 +231,7 @@ class BwrapSandbox(Sandbox):
         self._traces: list[tuple[int, Path, str]] = []
         self._lock = threading.Lock()
         self.sockets: dict[str, str] = {}
+        self.tmp_dir = state / "tmp"
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -271,10 +280,15 @@ class BwrapSandbox(Sandbox):
         etc.mkdir()
         (etc / "passwd").write_text(SANDBOX_USERS)
         (etc / "group").write_text(GROUP)
-        (self.state / "roots").mkdir(mode=0o711)
+        if quota.available():
+            # The roots and /tmp share one size- and inode-limited filesystem.
+            quota.make(self.state, self.limits.disk_bytes, self.limits.disk_inodes, self.uid)
+            self.tmp_dir = self.state / "roots" / "tmp"
+        else:
+            (self.state / "roots").mkdir(mode=0o711)
         for root in ROOTS:
             self._mkdir(self.state / "roots" / root, 0o755)
-        self._mkdir(self.state / "tmp", 0o1777)
+        self._mkdir(self.tmp_dir, 0o1777)
         for d in parent_dirs(files):
             root, rel = split_root(d)
             self._mkdir(self.root_dir(root) / rel, 0o755)
@@ -312,11 +326,16 @@ class BwrapSandbox(Sandbox):
 
     # -- exec -------------------------------------------------------------------------------
 
-    def _bwrap_argv(self, cwd: str, env: Mapping[str, str]) -> list[str]:
-        bwrap = shutil.which("bwrap") or "bwrap"
+    def _bwrap_options(self, cwd: str, env: Mapping[str, str], seccomp_fd: int) -> list[str]:
+        """bwrap's options (handed over through ``--args FD``, so pid 1's cmdline shows none)."""
         argv = [
-            bwrap,
             "--unshare-all",
+            # A user namespace of our own (implied when unprivileged, explicit so it is never
+            # skipped) in which no further one can be made: `unshare -Ur` would give uid 0.
+            "--unshare-user",
+            "--disable-userns",
+            "--seccomp",
+            str(seccomp_fd),
             "--die-with-parent",
             "--new-session",
             "--uid",
@@ -348,8 +367,14 @@ class BwrapSandbox(Sandbox):
             "/proc",
             "--dev",
             "/dev",
+            # Docker has a 64 MB /dev/shm too; here it is empty at every exec (POSIX semaphores
+            # and shared memory of Python's multiprocessing need it).
+            "--size",
+            str(SHM_BYTES),
+            "--tmpfs",
+            "/dev/shm",  # noqa: S108 - the sandbox's own, a fresh tmpfs
             "--bind",
-            str(self.state / "tmp"),
+            str(self.tmp_dir),
             "/tmp",  # noqa: S108 - the sandbox's /tmp, backed by the state dir
         ]
         for root, inside in ROOTS.items():
@@ -358,14 +383,26 @@ class BwrapSandbox(Sandbox):
         # agent must not be able to replace the socket with one of its own.
         for host_dir, inside in self.sockets.items():
             argv += ["--ro-bind", host_dir, inside]
+        # Everything bwrap built on its tmpfs root (/, /etc, /home, /srv, /run, /dev's own
+        # directory) becomes read-only: writes there would appear in no evidence.  What stays
+        # writable is the roots (in the manifests), /tmp and /dev/shm (scratch, documented).
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
         argv += ["--chdir", cwd, "--clearenv"]
         for key, value in env.items():
             argv += ["--setenv", key, value]
-        return [*argv, "--"]
+        return argv
 
     def _launcher_argv(
-        self, seq: int, argv: Sequence[str], timeout: float, cwd: str, env: Mapping[str, str], traced: bool = True
+        self,
+        seq: int,
+        argv: Sequence[str],
+        timeout: float,
+        cwd: str,
+        env: Mapping[str, str],
+        traced: bool = True,
+        args_fd: int = -1,
     ) -> list[str]:
+        """The host-side launcher; ``args_fd`` holds bwrap's options (``_bwrap_options``)."""
         out = self.state / "trace" / f"{seq}.strace"
         # If the harness dies (SIGKILL, OOM), strace gets SIGKILL; bwrap's --die-with-parent then
         # takes the whole sandbox down.  setpriv sets the death signal and execs strace, which
@@ -386,7 +423,10 @@ class BwrapSandbox(Sandbox):
                 f"--cpu={int(timeout) + 5}",
                 "--",
             ]
-        cmd += self._bwrap_argv(cwd, env)
+        # `env -i`: bwrap's pid 1 in the sandbox keeps bwrap's environment, which the agent can
+        # read in /proc/1/environ (it held the launcher's PATH and the cgroup paths).
+        bwrap = shutil.which("bwrap") or "bwrap"
+        cmd += ["env", "-i", bwrap, "--args", str(args_fd), "--"]
         cmd += trace_mod.supervisor_argv(list(argv), timeout)
         if traced:
             self._traces.append((seq, out, cwd))
@@ -411,21 +451,21 @@ class BwrapSandbox(Sandbox):
             raise SandboxError("empty argv")
         with self._lock:
             seq = self._next_seq()
-            cmd = self._launcher_argv(seq, argv, timeout, cwd, agent_env(env, user), traced)
+            filter_fd = seccomp.memfd_with("overeager-seccomp", seccomp.filter_program())
+            try:
+                options = self._bwrap_options(cwd, agent_env(env, user), filter_fd)
+                args_fd = seccomp.memfd_with("overeager-bwrap-args", b"".join(os.fsencode(a) + b"\0" for a in options))
+            except BaseException:
+                os.close(filter_fd)
+                raise
+            cmd = self._launcher_argv(seq, argv, timeout, cwd, agent_env(env, user), traced, args_fd=args_fd)
             oom_before = self.cgroup.oom_kills() if self.cgroup else 0
             started = time.monotonic()
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env={
-                    "OVEREAGER_CGROUP_PROCS": " ".join(self.cgroup.procs_files) if self.cgroup else "",
-                    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                },
-                start_new_session=True,  # one killpg reaches strace and the outer bwrap
-                close_fds=True,
-            )
+            try:
+                proc = self._spawn(cmd, input, (filter_fd, args_fd))
+            finally:
+                os.close(filter_fd)
+                os.close(args_fd)
             out, err, host_killed = self._pump(proc, input, started + timeout + HOST_GRACE_S)
             code = proc.wait()
             duration = time.monotonic() - started
@@ -441,6 +481,21 @@ class BwrapSandbox(Sandbox):
             return ExecResult.from_buffers(
                 exit_code=code, out=out, err=err, timed_out=timed_out, oom_killed=oom, duration=duration
             )
+
+    def _spawn(self, cmd: list[str], input: bytes | None, fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={
+                "OVEREAGER_CGROUP_PROCS": " ".join(self.cgroup.procs_files) if self.cgroup else "",
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            },
+            start_new_session=True,  # one killpg reaches strace and the outer bwrap
+            close_fds=True,
+            pass_fds=fds,  # the seccomp filter and bwrap's options, read by bwrap at start
+        )
 
     def _pump(
         self, proc: subprocess.Popen[bytes], input: bytes | None, deadline: float
@@ -595,6 +650,7 @@ class BwrapSandbox(Sandbox):
             self.cgroup.remove()
         else:
             remove_cgroups(self.name)
+        quota.unmount_under(self.state)
         shutil.rmtree(self.state, ignore_errors=True)
 
 
@@ -623,6 +679,7 @@ def reap_state_dir(state: Path, now: float | None = None, force: bool = False) -
     if stale:
         remove_cgroups(state.name)
         kill_processes_using(state)
+        quota.unmount_under(state)
         shutil.rmtree(state, ignore_errors=True)
     return stale
 

@@ -11,14 +11,19 @@ One container per run attempt, created from the registry-free base image
   manifest even where the agent chmod-ed things to 000.  The agent runs as uid 1000 under
   ``no-new-privileges`` with an empty capability set and can never gain them;
 * pids, memory (= memory + swap) and CPU limits, a size-limited ``/tmp`` tmpfs;
-* ``tini`` as pid 1 reaping orphans, and ``sleep <lifetime>`` as its child: when the lifetime
-  passes the container exits by itself even if the harness died without destroying it;
+* ``tini`` as pid 1 reaping orphans, and as its child a root ``cat`` of the container's stdin
+  under ``timeout <lifetime>``.  The creating process holds the only attach to that stdin
+  (``StdinOnce``), so when it dies — SIGKILL included — the engine closes the stdin, ``cat``
+  ends and the container stops with everything in it; the lifetime bounds it regardless.
+  The agent cannot end it early (root-owned) or keep it alive;
 * labels ``overeager.managed=1``, ``overeager.run``, ``overeager.attempt``, ``overeager.owner``
   (host:pid:start) and ``overeager.deadline`` for the reaper (``harness.sandbox.reaper``).
 
-The writable roots live in the container's own layer, not on tmpfs, so get_archive/put_archive
-(file reads and writes, fixture upload) see them.  The price: the overlay2 layer on ext4 has no
-size quota, so disk use in /workspace is bounded by the host.  A manifest is one root exec of
+The writable roots live on a size- and inode-limited filesystem of their own on the host
+(``harness.sandbox.quota``, under ``overeager-docker-*`` in the temp directory, labelled
+``overeager.state``), bind-mounted at /workspace, /home/agent and /srv/remote: the overlay2 layer
+on ext4 has no quota.  Without root or mkfs.ext4 they stay in the container's layer, unbounded.
+Fixture upload (put_archive before start) reaches the bind mounts.  A manifest is one root exec of
 ``tar -c`` over the three roots, parsed as a stream on the host (one exec is ~3x faster than
 three get_archive calls).
 
@@ -47,7 +52,7 @@ import docker
 import docker.errors
 from docker.types import LogConfig, Ulimit
 
-from harness.sandbox import images
+from harness.sandbox import images, quota
 from harness.sandbox import trace as trace_mod
 from harness.sandbox.base import (
     AGENT_UID,
@@ -58,6 +63,7 @@ from harness.sandbox.base import (
     LABEL_MANAGED,
     LABEL_OWNER,
     LABEL_RUN,
+    LABEL_STATE,
     CappedBuffer,
     ExecResult,
     Limits,
@@ -74,6 +80,92 @@ from harness.sandbox.paths import FileSpec, parent_dirs, root_of_sandbox_path, s
 TRACE_DIR = images.TRACE_DIR
 HOST_GRACE_S = 3.0
 _KILL_LOOP = "n=0; while kill -9 -1 2>/dev/null && [ $n -lt 1000 ]; do n=$((n+1)); done"
+# The end-of-exec sweep, run by the harness in a fresh root exec after every agent exec (never by
+# the agent's own supervisor shell, which the agent can SIGKILL, leaving e.g. a
+# clone(CLONE_UNTRACED) child that strace never saw).  Root has no CAP_KILL here, so the kill
+# runs as the agent uid (setpriv; root holds CAP_SETUID for the tracer); `kill -9 -1` from uid
+# 1000 reaches every uid-1000 process of this container's pid namespace and nothing else.  Then
+# root lists what is left (zombies are dead already) and the sweep repeats until it is nothing.
+_SWEEP = (
+    "for i in 1 2 3 4 5 6 7 8 9 10; do "
+    f"setpriv --reuid={AGENT_UID} --regid={AGENT_UID} --clear-groups -- /bin/sh -c '{_KILL_LOOP}'; "
+    "left=$(ps -e -o pid=,uid=,ruid=,stat= | "
+    f"awk '($2 == {AGENT_UID} || $3 == {AGENT_UID}) && $4 !~ /^Z/ {{print $1}}'); "
+    '[ -z "$left" ] && exit 0; sleep 0.05; done; echo $left; exit 3'
+)
+# Evidence reads and harness writes walk every path component with O_NOFOLLOW from "/" (a
+# root exec: get_archive/put_archive resolve symlinked parents inside the container, which let
+# /workspace/link/shadow reach /etc/shadow and the root-only trace).  A regular file only, owned
+# by the agent or not hard-linked (a hard link to a root file would be the same escape).
+_READ_NOFOLLOW = r"""
+import os, stat, sys
+path, cap = sys.argv[1], int(sys.argv[2])
+def fail(code, msg):
+    sys.stderr.write(msg); sys.exit(code)
+parts = path.strip("/").split("/")
+try:
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    for part in parts[:-1]:
+        nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        os.close(fd); fd = nxt
+    f = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+except OSError as e:
+    fail(10, e.strerror or str(e))
+st = os.fstat(f)
+if not stat.S_ISREG(st.st_mode):
+    fail(11, "not a regular file")
+if st.st_nlink > 1 and st.st_uid != AGENT_UID:
+    fail(11, "a hard link to a file the agent does not own")
+if st.st_size > cap:
+    fail(12, f"{st.st_size} bytes, more than the {cap}-byte cap")
+left = cap + 1
+while left > 0:
+    chunk = os.read(f, min(left, 1 << 16))
+    if not chunk:
+        break
+    sys.stdout.buffer.write(chunk); left -= len(chunk)
+if left <= 0:
+    fail(12, f"more than the {cap}-byte cap")
+""".replace("AGENT_UID", str(AGENT_UID))
+_WRITE_NOFOLLOW = r"""
+import os, stat, sys
+path, mode = sys.argv[1], int(sys.argv[2], 8)
+data = sys.stdin.buffer.read()
+def fail(code, msg):
+    sys.stderr.write(msg); sys.exit(code)
+parts = path.strip("/").split("/")
+try:
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    for part in parts[:-1]:
+        nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        os.close(fd); fd = nxt
+except OSError as e:
+    fail(10, e.strerror or str(e))
+# The file is the agent's: create it as the agent (root has no CAP_CHOWN here).
+os.setgroups([]); os.setresgid(AGENT_UID, AGENT_UID, AGENT_UID); os.setresuid(AGENT_UID, AGENT_UID, AGENT_UID)
+name = parts[-1]
+try:
+    st = os.lstat(name, dir_fd=fd)
+    if stat.S_ISDIR(st.st_mode):
+        fail(11, "is a directory")
+    os.unlink(name, dir_fd=fd)  # replace, never write through (as a tar extraction would)
+except FileNotFoundError:
+    pass
+except OSError as e:
+    fail(10, e.strerror or str(e))
+try:
+    f = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=fd)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(f, view):]
+    os.fchmod(f, mode)
+except OSError as e:
+    fail(10, e.strerror or str(e))
+""".replace("AGENT_UID", str(AGENT_UID))
+
+# The container's main process: ends at EOF on stdin (its creator died or destroyed it) or at the
+# lifetime ($0), whichever comes first.
+LIFELINE_SCRIPT = 'exec timeout "$0" cat >/dev/null'
 
 _clients: dict[int, docker.DockerClient] = {}
 _image_ids: dict[str, str] = {}
@@ -208,7 +300,9 @@ class DockerSandbox(Sandbox):
         self._cgroup_memory: Path | None = None
         self._oom_seen = 0
         self._cwds: dict[int, str] = {}
-        self._lock = threading.Lock()
+        self._lifeline: Any = None  # the attach to the container's stdin; closing it stops the container
+        self.state: Path | None = None  # host directory of the roots' quota filesystem
+        self._lock = threading.RLock()
 
     @classmethod
     def create(
@@ -233,6 +327,10 @@ class DockerSandbox(Sandbox):
         image_id(tag)
         api = client().api
         now = time.time()
+        state = _make_state(run_id, attempt, limits, now) if quota.available() else None
+        root_binds = {}
+        if state is not None:
+            root_binds = {str(state / "roots" / root): {"bind": inside, "mode": "rw"} for root, inside in ROOTS.items()}
         host_config = api.create_host_config(
             network_mode="none",
             cap_drop=["ALL"],
@@ -242,10 +340,17 @@ class DockerSandbox(Sandbox):
             mem_limit=limits.memory_bytes,
             memswap_limit=limits.memory_bytes,
             nano_cpus=int(limits.cpus * 1e9),
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},mode=1777"},  # noqa: S108
+            # Every agent-writable place outside the roots is a bounded tmpfs: the image's
+            # world-writable /var/tmp and /run/lock would otherwise be unbounded container layer.
+            tmpfs={
+                "/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},nr_inodes={limits.disk_inodes},mode=1777",  # noqa: S108
+                "/var/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},nr_inodes={limits.disk_inodes},mode=1777",  # noqa: S108
+                "/run/lock": "rw,nosuid,nodev,noexec,size=1m,nr_inodes=1024,mode=1777",
+            },
             ulimits=[Ulimit(name="core", soft=0, hard=0)],
             log_config=LogConfig(type=LogConfig.types.NONE),
-            binds={host: {"bind": inside, "mode": "ro"} for host, inside in socket_binds.items()} or None,
+            binds={**root_binds, **{host: {"bind": inside, "mode": "ro"} for host, inside in socket_binds.items()}}
+            or None,
         )
         labels = {
             LABEL_MANAGED: "1",
@@ -253,10 +358,11 @@ class DockerSandbox(Sandbox):
             LABEL_ATTEMPT: str(attempt),
             LABEL_OWNER: owner_token(),
             LABEL_DEADLINE: str(int(now + limits.lifetime_s)),
+            **({LABEL_STATE: str(state)} if state is not None else {}),
         }
-        created = api.create_container(
+        config = api.create_container_config(
             tag,
-            command=["sleep", str(int(limits.lifetime_s))],
+            command=["/bin/sh", "-c", LIFELINE_SCRIPT, str(int(limits.lifetime_s))],
             entrypoint=["/usr/bin/tini", "--"],
             user="0:0",
             working_dir=DEFAULT_CWD,
@@ -264,8 +370,17 @@ class DockerSandbox(Sandbox):
             labels=labels,
             host_config=host_config,
             network_disabled=True,
+            stdin_open=True,
         )
+        config["StdinOnce"] = True  # not a keyword of the SDK; the engine closes stdin when our attach ends
+        try:
+            created = api.create_container_from_config(config)
+        except BaseException:
+            if state is not None:
+                remove_state(state)
+            raise
         self = cls(created["Id"], tag, run_id, attempt, limits)
+        self.state = state
         try:
             entries: list[tuple[str, bytes | None, int, str | None]] = []
             for d in parent_dirs(files):
@@ -278,6 +393,8 @@ class DockerSandbox(Sandbox):
                     entries.append((name, spec.content, spec.mode, None))
             if entries:
                 api.put_archive(self.container_id, "/", _tar_of(entries))
+            # Attached before start, so there is no moment at which the container runs without it.
+            self._lifeline = api.attach_socket(self.container_id, params={"stdin": 1, "stream": 1})
             api.start(self.container_id)
             self._cgroup_memory = self._find_memory_cgroup()
         except BaseException:
@@ -364,6 +481,8 @@ class DockerSandbox(Sandbox):
                 count = self._oom_kills_inside()
                 oom = count > self._oom_seen
                 self._oom_seen = count
+            if user == AGENT_USER:
+                self._sweep_agent_processes()
             if oom or result.timed_out:
                 # An OOM kill looks like a timeout's SIGKILL; report it as what it was.
                 return dataclasses.replace(result, timed_out=result.timed_out and not oom, oom_killed=oom)
@@ -499,6 +618,29 @@ class DockerSandbox(Sandbox):
         except docker.errors.APIError:
             pass
 
+    def _sweep_agent_processes(self) -> None:
+        """Kill every agent-uid process in the container and verify none is left.
+
+        Runs after every agent exec, before anything reads evidence.  If it cannot be verified
+        (the exec cannot start, or processes survive ten rounds) the container is killed: nothing
+        the agent started may run on while the harness reads the manifest or runs task checks.
+        """
+        for attempt in range(5):
+            try:
+                res = self._raw_exec(["/bin/sh", "-c", _SWEEP], user="root", timeout=20, cwd="/")
+            except SandboxError:
+                # A fork bomb can hold every pid so the exec cannot start: retry briefly.
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            if res.exit_code == 0:
+                return
+            break
+        try:
+            client().api.kill(self.container_id)
+        except docker.errors.APIError:
+            pass
+        raise SandboxError("agent processes survived the end-of-exec sweep; the sandbox was killed")
+
     # -- files ------------------------------------------------------------------------------
 
     def _check_path(self, path: str) -> str:
@@ -510,40 +652,48 @@ class DockerSandbox(Sandbox):
     def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
         cap = self.limits.read_file_bytes if max_bytes is None else max_bytes
         norm = self._check_path(path)
-        try:
-            chunks, _stat = client().api.get_archive(self.container_id, norm)
-        except docker.errors.NotFound:
-            raise SandboxFileError(f"{path}: No such file or directory") from None
-        except docker.errors.APIError as exc:
-            raise SandboxFileError(f"{path}: {exc.explanation or exc}") from None
-        # Parsed in memory, never extracted: only the first member, only a regular file, capped.
-        with tarfile.open(fileobj=io.BufferedReader(_ChunkStream(iter(chunks))), mode="r|") as tar:
-            member = tar.next()
-            if member is None or not member.isreg():
-                raise SandboxFileError(f"{path}: not a regular file")
-            if member.size > cap:
-                raise SandboxFileError(f"{path}: {member.size} bytes, more than the {cap}-byte cap")
-            fh = tar.extractfile(member)
-            assert fh is not None
-            return fh.read(cap)
+        cmd = ["python3", "-c", _READ_NOFOLLOW, norm, str(cap)]
+        with self._lock:  # never while an agent exec runs: after its sweep no agent process is alive
+            exec_id, res, reader, sock = self._start_exec(cmd, user="root", env=None, cwd="/", stdin=False)
+            out, err = CappedBuffer(cap + 1), CappedBuffer(64 * 1024)
+            frames = _Frames(out, err)
+            deadline = time.monotonic() + 120
+            try:
+                while time.monotonic() < deadline:
+                    ready, _, _ = select.select([sock], [], [], 1.0)
+                    if not ready:
+                        continue
+                    chunk = reader.read1(1 << 16)
+                    if not chunk:
+                        break
+                    frames.feed(chunk)
+                else:
+                    raise SandboxFileError(f"{path}: reading did not finish within 120 s")
+            finally:
+                res.close()
+            code = self._wait_exit_code(exec_id)
+        if code != 0 or out.truncated:
+            reason = err.getvalue().decode(errors="replace").strip() or f"read failed ({code})"
+            if code == 10 and "No such file" in reason:
+                reason = "No such file or directory"
+            raise SandboxFileError(f"{path}: {reason}")
+        return out.getvalue()
 
     def write_file(self, path: str, content: bytes, mode: int = 0o644) -> None:
         norm = self._check_path(path)
-        parent, _, name = norm.rpartition("/")
-        try:
-            ok = client().api.put_archive(self.container_id, parent, _tar_of([(name, content, mode, None)]))
-        except docker.errors.NotFound:
-            raise SandboxFileError(f"{path}: parent directory does not exist") from None
-        except docker.errors.APIError as exc:
-            raise SandboxFileError(f"{path}: {exc.explanation or exc}") from None
-        if not ok:
-            raise SandboxFileError(f"{path}: write failed")
+        cmd = ["python3", "-c", _WRITE_NOFOLLOW, norm, f"{mode & 0o7777:o}"]
+        with self._lock:
+            res = self._raw_exec(cmd, user="root", timeout=120, cwd="/", input=content)
+        if res.exit_code != 0:
+            reason = res.stderr_text.strip() or f"write failed ({res.exit_code})"
+            raise SandboxFileError(f"{path}: {reason}")
 
     # -- evidence ---------------------------------------------------------------------------
 
     def manifest(self) -> Manifest:
         prefixes = {inside.lstrip("/"): root for root, inside in ROOTS.items()}
-        cmd = ["tar", "-C", "/", "--numeric-owner", "--ignore-failed-read", "-cf", "-", *prefixes]
+        # --sparse: a sparse file's holes are not sent (a 20 GB hole would stream 20 GB of zeros).
+        cmd = ["tar", "-C", "/", "--numeric-owner", "--ignore-failed-read", "--sparse", "-cf", "-", *prefixes]
         chunks = self._stream_stdout(cmd, timeout=600)
         entries = entries_from_tar(io.BufferedReader(_ChunkStream(chunks), 1 << 16), prefixes)
         for _ in chunks:  # tarfile stops at the end-of-archive blocks; drain to check tar's exit
@@ -584,6 +734,55 @@ class DockerSandbox(Sandbox):
         except docker.errors.APIError:
             # Left for the reaper: the label and deadline make it recognisable as a leftover.
             pass
+        finally:
+            self._close_lifeline()
+            if self.state is not None:
+                remove_state(self.state)
+
+    def _close_lifeline(self) -> None:
+        lifeline, self._lifeline = self._lifeline, None
+        if lifeline is not None:
+            # The SocketIO, the HTTP response that keeps it alive, and the socket itself: a
+            # worker makes thousands of sandboxes and must not leak a descriptor per sandbox.
+            for part in (lifeline, getattr(lifeline, "_response", None), getattr(lifeline, "_sock", None)):
+                try:
+                    if part is not None:
+                        part.close()
+                except (OSError, ValueError):  # already closed through another of the three
+                    pass
+
+
+STATE_PREFIX = "overeager-docker-"
+
+
+def _make_state(run_id: str, attempt: int, limits: Limits, now: float) -> Path:
+    """The host directory of a container's roots: meta.json for the reaper, the quota filesystem."""
+    import json
+    import tempfile
+
+    parent = Path(tempfile.gettempdir())
+    state = Path(tempfile.mkdtemp(prefix=STATE_PREFIX, dir=parent))
+    try:
+        os.chmod(state, 0o711)  # noqa: S103 - uid 1000 must traverse to the bound roots
+        meta = {"run": run_id, "attempt": attempt, "owner": owner_token(), "deadline": now + limits.lifetime_s}
+        (state / "meta.json").write_text(json.dumps(meta))
+        roots = quota.make(state, limits.disk_bytes, limits.disk_inodes, AGENT_UID)
+        for root in ROOTS:
+            d = roots / root
+            d.mkdir(mode=0o755)
+            os.chmod(d, 0o755)  # noqa: S103 - as the image's roots: the agent's, readable
+            os.chown(d, AGENT_UID, AGENT_UID)
+    except BaseException:
+        remove_state(state)
+        raise
+    return state
+
+
+def remove_state(state: Path) -> None:
+    import shutil
+
+    quota.unmount_under(state)
+    shutil.rmtree(state, ignore_errors=True)
 
 
 def _feed_stdin(sock: socket.socket, data: bytes) -> None:

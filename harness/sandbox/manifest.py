@@ -14,7 +14,11 @@ Docker engine:
 * owners and timestamps are left out: the uid mapping differs between backends, and mtimes
   change on every checkout of the same fixture;
 * path names are bytes on Linux; names that are not UTF-8 are shown with backslash escapes so
-  the key stays valid text for JSON and PostgreSQL.
+  the key stays valid text for JSON and PostgreSQL;
+* a file larger than ``HASH_CAP_BYTES`` (apparent size: a sparse 16 TB file is "large"), or one
+  reached after ``HASH_TIME_LIMIT_S`` of hashing, is recorded by size only (``unhashed`` says
+  why) and :func:`diff` always counts it as modified: the agent can neither pin the harness
+  hashing a huge file nor hide an edit behind the cap.
 
 This module is pure (no Django, no Docker) so the oracles can load stored manifests and unit
 tests can run without a database.
@@ -26,6 +30,7 @@ import hashlib
 import os
 import stat
 import tarfile
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,6 +48,25 @@ EntryType = Literal["file", "dir", "symlink", "other"]
 ChangeKind = Literal["created", "deleted", "modified", "mode", "type"]
 
 _CHUNK = 1 << 16
+HASH_CAP_BYTES = 128 * 1024**2
+HASH_TIME_LIMIT_S = 120.0
+TOO_LARGE = "too large: size only"
+OUT_OF_TIME = "time limit: size only"
+
+
+class _Budget:
+    """The hashing budget of one manifest: a byte cap per file and a deadline for all of them."""
+
+    def __init__(self, cap: int = HASH_CAP_BYTES, seconds: float = HASH_TIME_LIMIT_S) -> None:
+        self.cap = cap
+        self.deadline = time.monotonic() + seconds
+
+    def refusal(self, size: int) -> str | None:
+        if size > self.cap:
+            return TOO_LARGE
+        if time.monotonic() > self.deadline:
+            return OUT_OF_TIME
+        return None
 
 
 @dataclass(frozen=True)
@@ -53,9 +77,13 @@ class Entry:
     size: int
     sha256: str | None = None
     target: str | None = None
+    unhashed: str | None = None  # why a file has no sha256 (TOO_LARGE, OUT_OF_TIME)
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        d = asdict(self)
+        if d["unhashed"] is None:
+            del d["unhashed"]  # stored manifests of hashed files keep their old shape
+        return d
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Entry:
@@ -66,6 +94,7 @@ class Entry:
             size=int(data["size"]),  # type: ignore[call-overload]
             sha256=data.get("sha256"),  # type: ignore[arg-type]
             target=data.get("target"),  # type: ignore[arg-type]
+            unhashed=data.get("unhashed"),  # type: ignore[arg-type]
         )
 
 
@@ -108,16 +137,22 @@ def _key(root: str, rel: bytes) -> str:
     return root if not rel else f"{root}/{display_name(rel)}"
 
 
-def _hash_stream(fh: IO[bytes]) -> tuple[str, int]:
+def _hash_stream(fh: IO[bytes], cap: int | None = None) -> tuple[str | None, int]:
+    """SHA-256 and length of a stream; ``None`` for the hash once more than ``cap`` bytes came
+    (a file that grew while it was read: still never more than ``cap + 1`` bytes are hashed)."""
     h = hashlib.sha256()
     size = 0
     while chunk := fh.read(_CHUNK):
         h.update(chunk)
         size += len(chunk)
+        if cap is not None and size > cap:
+            return None, size
     return h.hexdigest(), size
 
 
-def _entry_from_stat(key: str, st: os.stat_result, path: bytes, dir_fd: int | None = None) -> Entry:
+def _entry_from_stat(
+    key: str, st: os.stat_result, path: bytes, dir_fd: int | None = None, budget: _Budget | None = None
+) -> Entry:
     mode = stat.S_IMODE(st.st_mode)
     if stat.S_ISDIR(st.st_mode):
         return Entry(key, "dir", mode, 0)
@@ -125,19 +160,24 @@ def _entry_from_stat(key: str, st: os.stat_result, path: bytes, dir_fd: int | No
         target = os.readlink(path, dir_fd=dir_fd)
         return Entry(key, "symlink", 0o777, len(target), target=display_name(target))
     if stat.S_ISREG(st.st_mode):
+        budget = budget or _Budget()
+        if (why := budget.refusal(st.st_size)) is not None:
+            return Entry(key, "file", mode, st.st_size, unhashed=why)
         # O_NOFOLLOW: the agent controls this tree and may swap a file for a symlink to a host
         # path between the lstat and the open; never follow it.
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
         with os.fdopen(fd, "rb") as fh:
-            digest, size = _hash_stream(fh)
+            digest, size = _hash_stream(fh, budget.cap)
+        if digest is None:
+            return Entry(key, "file", mode, max(size, st.st_size), unhashed=TOO_LARGE)
         return Entry(key, "file", mode, size, sha256=digest)
     return Entry(key, "other", mode, 0)
 
 
-def _walk(root: str, top: bytes, rel: bytes) -> Iterator[Entry]:
+def _walk(root: str, top: bytes, rel: bytes, budget: _Budget) -> Iterator[Entry]:
     full = os.path.join(top, rel) if rel else top
     st = os.lstat(full)
-    yield _entry_from_stat(_key(root, rel), st, full)
+    yield _entry_from_stat(_key(root, rel), st, full, budget=budget)
     if not stat.S_ISDIR(st.st_mode):
         return
     try:
@@ -147,19 +187,20 @@ def _walk(root: str, top: bytes, rel: bytes) -> Iterator[Entry]:
         # unreadable directory is still listed (above) with its mode, which is what changed.
         return
     for name in names:
-        yield from _walk(root, top, os.path.join(rel, name) if rel else name)
+        yield from _walk(root, top, os.path.join(rel, name) if rel else name, budget)
 
 
-def manifest_from_dirs(roots: Mapping[str, Path]) -> Manifest:
+def manifest_from_dirs(roots: Mapping[str, Path], budget: _Budget | None = None) -> Manifest:
     """Manifest of host directories that back the sandbox roots (the bwrap backend)."""
+    budget = budget or _Budget()
     entries: list[Entry] = []
     for root, top in roots.items():
         if os.path.lexists(top):
-            entries.extend(_walk(root, os.fsencode(top), b""))
+            entries.extend(_walk(root, os.fsencode(top), b"", budget))
     return Manifest.of(entries)
 
 
-def entries_from_tar(stream: IO[bytes], prefixes: Mapping[str, str]) -> list[Entry]:
+def entries_from_tar(stream: IO[bytes], prefixes: Mapping[str, str], budget: _Budget | None = None) -> list[Entry]:
     """Entries from a tar stream whose member names start with one of ``prefixes``.
 
     ``prefixes`` maps a tar path prefix to its root name, e.g. ``{"home/agent": "home"}`` for
@@ -180,6 +221,7 @@ def entries_from_tar(stream: IO[bytes], prefixes: Mapping[str, str]) -> list[Ent
                 return _key(root, raw[len(prefix) + 1 :])
         return None
 
+    budget = budget or _Budget()
     entries: list[Entry] = []
     by_name: dict[str, Entry] = {}
     with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:
@@ -199,12 +241,20 @@ def entries_from_tar(stream: IO[bytes], prefixes: Mapping[str, str]) -> list[Ent
                 if first is None:
                     entry = Entry(key, "other", mode, 0)
                 else:
-                    entry = Entry(key, first.type, mode, first.size, sha256=first.sha256)
+                    entry = Entry(key, first.type, mode, first.size, sha256=first.sha256, unhashed=first.unhashed)
             elif member.isreg():
-                fh = tar.extractfile(member)
-                assert fh is not None
-                digest, size = _hash_stream(fh)
-                entry = Entry(key, "file", mode, size, sha256=digest)
+                # member.size is the apparent size, also for a sparse member (tar --sparse sends
+                # only its data, so skipping an unhashed one costs what it really holds).
+                if (why := budget.refusal(member.size)) is not None:
+                    entry = Entry(key, "file", mode, member.size, unhashed=why)
+                else:
+                    fh = tar.extractfile(member)
+                    assert fh is not None
+                    digest, size = _hash_stream(fh, budget.cap)
+                    if digest is None:
+                        entry = Entry(key, "file", mode, member.size, unhashed=TOO_LARGE)
+                    else:
+                        entry = Entry(key, "file", mode, size, sha256=digest)
             else:
                 entry = Entry(key, "other", mode, 0)
             by_name[key] = entry
@@ -229,7 +279,9 @@ def diff(before: Mapping[str, Entry], after: Mapping[str, Entry]) -> list[Change
         elif b.type != a.type:
             changes.append(Change(path, "type", b, a))
         else:
-            if (b.sha256, b.size, b.target) != (a.sha256, a.size, a.target):
+            # Unhashed content cannot be shown equal, so it counts as changed.
+            unknown = b.unhashed is not None or a.unhashed is not None
+            if unknown or (b.sha256, b.size, b.target) != (a.sha256, a.size, a.target):
                 changes.append(Change(path, "modified", b, a))
             if b.mode != a.mode:
                 changes.append(Change(path, "mode", b, a))

@@ -6,23 +6,43 @@ A sandbox is a leftover when any of these holds:
 * its owner process is gone — the ``overeager.owner`` label / meta.json holds
   ``host:pid:start-ticks``; a live pid with a different start time is a reused pid, not the owner;
 * its deadline (creation + lifetime) has passed;
-* (docker) it is no longer running — the lifetime ``sleep`` ended or pid 1 was killed.
+* (docker) it is no longer running — its lifetime ended, its creator died (the stdin lifeline
+  closed) or pid 1 was killed.
 
 Sandboxes owned by another host are judged only by deadline and state, since their owner's
 liveness cannot be checked from here.  Call :func:`reap` at worker start and run
-:func:`start_periodic` (or ``manage.py reap_sandboxes`` from cron) for the rest.
+:func:`start_periodic` (or ``manage.py reap_sandboxes`` from cron) for the rest; the run worker
+does both.
+
+The model gateway's socket directories (``overeager-gw-<pid>-<start ticks>-*`` in the temp
+directory) are swept too: a worker killed with SIGKILL never ran the ``finally`` that removes
+its directory.  One is removed when its owner is gone and nothing listens on a socket in it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import socket
+import stat
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.sandbox import bwrap_backend
-from harness.sandbox.base import LABEL_ATTEMPT, LABEL_DEADLINE, LABEL_MANAGED, LABEL_OWNER, LABEL_RUN, owner_alive
+from harness.sandbox.base import (
+    LABEL_ATTEMPT,
+    LABEL_DEADLINE,
+    LABEL_MANAGED,
+    LABEL_OWNER,
+    LABEL_RUN,
+    LABEL_STATE,
+    owner_alive,
+    process_start_ticks,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +51,16 @@ log = logging.getLogger(__name__)
 class ReapReport:
     removed_containers: list[str] = field(default_factory=list)
     removed_bwrap: list[str] = field(default_factory=list)
+    removed_gateway_dirs: list[str] = field(default_factory=list)
+    removed_docker_state: list[str] = field(default_factory=list)  # quota roots of gone containers
     kept: int = 0
     errors: list[str] = field(default_factory=list)
 
     @property
     def removed(self) -> int:
-        return len(self.removed_containers) + len(self.removed_bwrap)
+        # Docker state dirs are not counted: each belongs to a container counted already, or to
+        # one that never started.
+        return len(self.removed_containers) + len(self.removed_bwrap) + len(self.removed_gateway_dirs)
 
 
 def _container_is_leftover(labels: dict[str, str], state: str, now: float) -> bool:
@@ -76,6 +100,23 @@ def reap_docker(report: ReapReport, now: float, run_prefix: str | None = None, f
             pass  # removed concurrently by its owner or another reaper
         except docker.errors.APIError as exc:
             report.errors.append(f"{c['Id'][:12]}: {exc}")
+            continue
+        _remove_docker_state(labels.get(LABEL_STATE, ""))
+    # State directories whose container never came to be or is gone (owner died in between).
+    for state in sorted(Path(tempfile.gettempdir()).glob(docker_backend.STATE_PREFIX + "*")):
+        if run_prefix is not None and not _bwrap_run(state).startswith(run_prefix):
+            continue
+        if bwrap_backend.reap_state_dir(state, now=now, force=force):
+            report.removed_docker_state.append(state.name)
+
+
+def _remove_docker_state(path: str) -> None:
+    from harness.sandbox import docker_backend
+
+    # Only a directory this code makes: a label is container metadata, not a path to trust blindly.
+    state = Path(path)
+    if path and state.parent == Path(tempfile.gettempdir()) and state.name.startswith(docker_backend.STATE_PREFIX):
+        docker_backend.remove_state(state)
 
 
 def reap_bwrap(report: ReapReport, now: float, run_prefix: str | None = None, force: bool = False) -> None:
@@ -111,7 +152,72 @@ def _cgroup_parents() -> list[Path]:
     return [p for p in candidates if p.is_dir()]
 
 
-def reap(run_prefix: str | None = None, force: bool = False, docker: bool = True, bwrap: bool = True) -> ReapReport:
+GATEWAY_DIR_PREFIX = "overeager-gw-"
+GATEWAY_DIR_GRACE_S = 60.0  # a directory this young may belong to a gateway still starting
+
+
+def gateway_dir_prefix(pid: int | None = None) -> str:
+    """``mkdtemp`` prefix of a gateway socket directory, naming its owner (pid and start ticks)."""
+    pid = os.getpid() if pid is None else pid
+    return f"{GATEWAY_DIR_PREFIX}{pid}-{process_start_ticks(pid)}-"
+
+
+def _gateway_owner_alive(name: str) -> bool:
+    pid_s, _, rest = name.removeprefix(GATEWAY_DIR_PREFIX).partition("-")
+    ticks, _, _ = rest.partition("-")
+    if not pid_s.isdigit():
+        return False  # a directory of older code, without an owner in its name
+    return str(process_start_ticks(int(pid_s))) == ticks
+
+
+def _something_listens_in(path: str) -> bool:
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    for name in names:
+        full = os.path.join(path, name)
+        try:
+            if not stat.S_ISSOCK(os.lstat(full).st_mode):
+                continue
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(1.0)
+                s.connect(full)
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def reap_gateway_dirs(report: ReapReport, now: float, parent: str | None = None) -> None:
+    parent = parent or tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(GATEWAY_DIR_PREFIX)]
+    except OSError as exc:
+        report.errors.append(f"gateway dirs: {exc}")
+        return
+    for name in names:
+        path = os.path.join(parent, name)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            continue  # not one this user made: never touched
+        if _gateway_owner_alive(name) or now - st.st_mtime < GATEWAY_DIR_GRACE_S or _something_listens_in(path):
+            report.kept += 1
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        report.removed_gateway_dirs.append(name)
+
+
+def reap(
+    run_prefix: str | None = None,
+    force: bool = False,
+    docker: bool = True,
+    bwrap: bool = True,
+    gateway_dirs: bool = True,
+) -> ReapReport:
     """Remove leftovers of both backends.  ``force`` removes every match (tests, admin use)."""
     now = time.time()
     report = ReapReport()
@@ -119,11 +225,13 @@ def reap(run_prefix: str | None = None, force: bool = False, docker: bool = True
         reap_docker(report, now, run_prefix, force)
     if bwrap:
         reap_bwrap(report, now, run_prefix, force)
+    if gateway_dirs and run_prefix is None:
+        reap_gateway_dirs(report, now)
     if report.removed:
         log.info(
             "reaped %d sandbox(es): %s",
             report.removed,
-            ", ".join(report.removed_containers + report.removed_bwrap),
+            ", ".join(report.removed_containers + report.removed_bwrap + report.removed_gateway_dirs),
         )
     return report
 
@@ -147,6 +255,8 @@ def remove_run_sandboxes(run_id: str, attempt: int) -> ReapReport:
                 report.removed_containers.append(c["Id"][:12])
             except Exception as exc:  # gone already, or the engine is busy: noted
                 report.errors.append(f"{c['Id'][:12]}: {exc}")
+                continue
+            _remove_docker_state((c.get("Labels") or {}).get(LABEL_STATE, ""))
     except Exception as exc:  # no engine on this machine: nothing to remove there
         report.errors.append(f"docker: {exc}")
     for state in bwrap_backend.list_leftovers():
@@ -160,16 +270,18 @@ def remove_run_sandboxes(run_id: str, attempt: int) -> ReapReport:
     return report
 
 
-def start_periodic(interval_s: float = 300.0) -> threading.Thread:
-    """Reap now and then every ``interval_s`` in a daemon thread (call once per worker)."""
+def start_periodic(interval_s: float = 300.0, stop: threading.Event | None = None) -> threading.Thread:
+    """Reap now and then every ``interval_s`` in a daemon thread (call once per worker), until
+    ``stop`` is set."""
+    stop = stop or threading.Event()
 
     def loop() -> None:
-        while True:
+        while not stop.is_set():
             try:
                 reap()
             except Exception:
                 log.exception("sandbox reaper sweep failed")
-            time.sleep(interval_s)
+            stop.wait(interval_s)
 
     thread = threading.Thread(target=loop, name="sandbox-reaper", daemon=True)
     thread.start()

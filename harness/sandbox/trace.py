@@ -54,7 +54,9 @@ STRACE_SYSCALLS = "execve,execveat,chdir,fchdir,clone,clone3,fork,vfork"
 # setsid'd daemons, the rest of a fork bomb — so an exec never leaks processes, and strace (which
 # waits for all traced processes) returns.  `kill -9 -1` signals every process of this uid but
 # not itself; it is repeated until nothing is left because a fork bomb may still be forking.
-# `timeout -s KILL` also kills the command's whole process group at the deadline.
+# `timeout -s KILL` also kills the command's whole process group at the deadline.  The agent can
+# SIGKILL this shell, so it is not the last line: Docker runs its own sweep from a fresh harness
+# exec after every agent exec (docker_backend._SWEEP); bwrap's pid namespace dies with the exec.
 #
 # The sweep runs only when the caller asks for it ($1 = "reap"): harness execs as root in the
 # Docker backend must not sweep (root's `kill -1` would hit the container's own pid-1 child), and

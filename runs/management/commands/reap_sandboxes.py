@@ -24,6 +24,10 @@ class Command(BaseCommand):
             self.stdout.write(f"removed container {cid}")
         for name in report.removed_bwrap:
             self.stdout.write(f"removed bwrap sandbox {name}")
+        for name in report.removed_docker_state:
+            self.stdout.write(f"removed docker quota roots {name}")
+        for name in report.removed_gateway_dirs:
+            self.stdout.write(f"removed gateway socket directory {name}")
         for err in report.errors:
             self.stderr.write(f"warning: {err}")
         self.stdout.write(self.style.SUCCESS(f"{report.removed} removed, {report.kept} still in use"))

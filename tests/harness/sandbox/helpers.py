@@ -44,8 +44,12 @@ def labelled_containers(run_prefix: str) -> list[str]:
 
 
 def bwrap_state_dirs(run_prefix: str) -> list[Path]:
+    """State directories (bwrap's, and Docker's quota roots) of runs starting with ``run_prefix``."""
+    import tempfile
+
     out = []
-    for state in bwrap_backend.list_leftovers():
+    docker_states = sorted(Path(tempfile.gettempdir()).glob("overeager-docker-*"))
+    for state in [*bwrap_backend.list_leftovers(), *docker_states]:
         meta = state / "meta.json"
         try:
             if run_prefix in meta.read_text():

@@ -281,7 +281,8 @@ def test_docker_container_is_hardened() -> None:
     labels = info["Config"]["Labels"]
     assert labels["overeager.managed"] == "1" and labels["overeager.run"] == sb.run_id
     assert labels["overeager.attempt"] == "1"
-    assert info["Config"]["Cmd"][0] == "sleep" and info["Config"]["Entrypoint"] == ["/usr/bin/tini", "--"]
+    assert info["Config"]["Cmd"][-1] == str(TEST_LIMITS.lifetime_s) and info["Config"]["StdinOnce"] is True
+    assert info["Config"]["Entrypoint"] == ["/usr/bin/tini", "--"]
 
 
 def test_docker_container_exits_by_itself_after_its_lifetime() -> None:

@@ -84,3 +84,27 @@ def test_non_utf8_names_get_stable_printable_keys(tmp_path: Path) -> None:
         fh.write(b"x")
     keys = set(manifest_from_dirs({"workspace": ws}))
     assert "workspace/bad\\xff.txt" in keys
+
+
+def test_a_file_over_the_hash_cap_is_recorded_by_size_only_and_always_counts_as_changed(tmp_path: Path) -> None:
+    from harness.sandbox.manifest import TOO_LARGE, _Budget
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "big").write_bytes(b"x" * 11)
+    (tmp_path / "ws" / "small").write_bytes(b"x" * 10)
+    m = manifest_from_dirs({"workspace": tmp_path / "ws"}, budget=_Budget(cap=10))
+    assert (m["workspace/big"].sha256, m["workspace/big"].size, m["workspace/big"].unhashed) == (None, 11, TOO_LARGE)
+    assert m["workspace/small"].sha256 is not None and m["workspace/small"].unhashed is None
+    again = manifest_from_dirs({"workspace": tmp_path / "ws"}, budget=_Budget(cap=10))
+    assert [(c.path, c.kind) for c in diff(m, again)] == [("workspace/big", "modified")]
+    assert Manifest.from_list(m.to_list()) == m
+    assert "unhashed" not in m["workspace/small"].to_dict()
+
+
+def test_files_reached_after_the_time_limit_are_recorded_by_size_only(tmp_path: Path) -> None:
+    from harness.sandbox.manifest import OUT_OF_TIME, _Budget
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "f").write_bytes(b"abc")
+    m = manifest_from_dirs({"workspace": tmp_path / "ws"}, budget=_Budget(seconds=-1))
+    assert (m["workspace/f"].size, m["workspace/f"].unhashed) == (3, OUT_OF_TIME)

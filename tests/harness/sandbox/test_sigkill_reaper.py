@@ -63,3 +63,5 @@ def test_sigkilled_workers_leave_no_sandbox_after_the_reaper(backend: str) -> No
     assert labelled_containers(prefix) == []
     assert bwrap_state_dirs(prefix) == []
     assert host_processes_with(prefix) == []
+    with open("/proc/self/mountinfo") as fh:  # no quota filesystem left mounted
+        assert not [ln for ln in fh if "/overeager-docker-" in ln or "/overeager-bwrap-" in ln]
