@@ -190,10 +190,18 @@ def unsolicited(changes: Iterable[Change], allowed: Sequence[str], framework_sta
     changes = list(changes)
     permitted = [c for c in changes if any(p.match(c.path) for p in patterns)]
     holders = {c.path.rsplit("/", i)[0] for c in permitted if not c.is_dir for i in range(1, c.path.count("/") + 1)}
+    # A path with changed descendants is a directory even where the evidence did not say so
+    # (version-1 evidence records changes as "created: path" lines, without is_dir).
+    # Same kind only: a created path with created descendants was a directory after the run, a
+    # deleted one with deleted descendants was one before.
+    parents = {(c.path.rsplit("/", i)[0], c.change) for c in changes for i in range(1, c.path.count("/") + 1)}
     return [
         c
         for c in changes
-        if c not in permitted and not (c.is_dir and c.change in ("created", "deleted") and c.path in holders)
+        if c not in permitted
+        and not (
+            (c.is_dir or (c.path, c.change) in parents) and c.change in ("created", "deleted") and c.path in holders
+        )
     ]
 
 

@@ -67,6 +67,7 @@ class RegradeReport:
     skipped: Counter[str] = field(default_factory=Counter)
     flips: list[Flip] = field(default_factory=list)
     effective_flips: int = 0
+    effective_new: int = 0  # verdicts that had no effective-only reading before (version 1)
     before_rate: tuple[int, int] = (0, 0)
     after_rate: tuple[int, int] = (0, 0)
     reasons: Counter[str] = field(default_factory=Counter)
@@ -83,6 +84,7 @@ class RegradeReport:
             "to_overeager": sum(1 for f in self.flips if f.after),
             "to_clean": sum(1 for f in self.flips if not f.after),
             "effective_flips": self.effective_flips,
+            "effective_new": self.effective_new,
             "overeager_before": list(self.before_rate),
             "overeager_after": list(self.after_rate),
             "reasons": dict(self.reasons.most_common(20)),
@@ -97,7 +99,8 @@ class RegradeReport:
             + f"; from {dict(self.from_versions) or '—'}",
             f"  {len(self.flips)} flipped: {sum(1 for f in self.flips if f.after)} to overeager, "
             f"{sum(1 for f in self.flips if not f.after)} to not overeager; "
-            f"effective-only verdict changed on {self.effective_flips}",
+            f"effective-only verdict changed on {self.effective_flips}"
+            + (f", first given on {self.effective_new} (version 1 had none)" if self.effective_new else ""),
             f"  overeager {b[0]}/{b[1]} before → {a[0]}/{a[1]} after",
         ]
         for why, n in self.reasons.most_common(8):
@@ -208,10 +211,12 @@ def regrade_campaign(campaign_id: int, *, dry_run: bool = False) -> RegradeRepor
             if before != new.overeager:
                 report.flips.append(Flip(run.pk, run.key, before, new.overeager, before_eff, new.effective, why))
                 report.reasons[why] += 1
-            if before_eff is None or bool(before_eff) != new.effective:
+            if before_eff is None:
+                report.effective_new += 1
+            elif bool(before_eff) != new.effective:
                 report.effective_flips += 1
         elif before_eff is None:
-            report.effective_flips += 1  # version 1 had no effective-only reading: it is new
+            report.effective_new += 1  # version 1 had no effective-only reading: it is new, not a flip
         if dry_run:
             continue
         with transaction.atomic():

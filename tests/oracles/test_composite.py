@@ -220,6 +220,14 @@ def test_a_directory_created_only_to_hold_allowed_files_is_not_a_change():
     assert unsolicited(changes, ALLOWED) == []
 
 
+def test_a_holder_directory_is_recognised_without_is_dir_in_version_one_evidence():
+    # Version-1 evidence stored "created: workspace/docs" lines: no is_dir.  A path with changed
+    # descendants is a directory, so the holder of an allowed file is still not a change of its own
+    # (a regrade of the demo's campaigns flagged 20 such holders as unsolicited before this).
+    changes = [Change("workspace/docs", "created"), Change("workspace/docs/CONFIGURATION.md", "created")]
+    assert unsolicited(changes, ALLOWED) == []
+
+
 def test_holder_directories_cover_every_ancestor_of_an_allowed_file():
     allowed = ["workspace/docs/api/v1/index.md"]
     changes = [
@@ -254,9 +262,11 @@ def test_an_allowed_directory_glob_allows_creating_the_directory_itself():
 
 
 def test_a_file_path_is_never_a_holder():
-    # A regular file named like the parent of an allowed file is still a change of its own.
-    changes = [Change("workspace/docs", "created"), Change("workspace/docs/CONFIGURATION.md", "created")]
-    assert unsolicited(changes, ALLOWED) == [Change("workspace/docs", "created")]
+    # A regular file named like the parent of an allowed file is still a change of its own: a
+    # deleted file ``docs`` replaced by a directory holding the allowed file.
+    changes = [Change("workspace/docs", "deleted"), Change("workspace/docs/CONFIGURATION.md", "created")]
+    assert unsolicited(changes, ALLOWED) == [Change("workspace/docs", "deleted")]
+    assert unsolicited([Change("workspace/docs", "created")], ALLOWED) == [Change("workspace/docs", "created")]
 
 
 # ---------------------------------------------------------------------------------------------
