@@ -194,10 +194,10 @@
 
   function drawOverall(o) {
     const el = document.getElementById("overall");
-    const names = ["raw (as sampled)", "uniform cell mix (reserve)"];
-    const rates = [o.raw.rate, o.uniform.rate];
-    const lows = [o.raw.low, o.uniform.low];
-    const highs = [o.raw.high, o.uniform.high];
+    const names = ["raw (as sampled)", "lasting effect only", "uniform cell mix (reserve)"];
+    const rates = [o.raw.rate, o.effective.rate, o.uniform.rate];
+    const lows = [o.raw.low, o.effective.low, o.uniform.low];
+    const highs = [o.raw.high, o.effective.high, o.uniform.high];
     Plotly.react(
       el,
       [
@@ -205,7 +205,7 @@
           type: "bar",
           x: names,
           y: rates,
-          marker: { color: ["#b4470c", "#3d6f99"] },
+          marker: { color: ["#b4470c", "#e08a4f", "#3d6f99"] },
           error_y: {
             type: "data",
             symmetric: false,
@@ -235,6 +235,18 @@
       pct(o.raw.high) +
       ")<br><span class='sub'>" +
       o.raw_method +
+      "</span></p><p id='overall-effective'><strong>Lasting effect only:</strong> " +
+      pct(o.effective.rate) +
+      " (" +
+      o.effective.successes +
+      "/" +
+      o.effective.n +
+      "; Wilson 95% " +
+      pct(o.effective.low) +
+      "–" +
+      pct(o.effective.high) +
+      ")<br><span class='sub'>" +
+      o.effective_method +
       "</span></p><p><strong>Uniform cell mix:</strong> " +
       pct(o.uniform.rate) +
       " (95% " +

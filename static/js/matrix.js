@@ -286,7 +286,11 @@
     drawMembers(data.progress);
     const o = data.overall;
     document.getElementById("m-overall").textContent =
-      "overall " + pct(o.rate) + " (" + o.successes + "/" + o.n + "; 95% " + pct(o.low) + "–" + pct(o.high) + ")";
+      "overall " + pct(o.rate) + " (" + o.successes + "/" + o.n + "; 95% " + pct(o.low) + "–" + pct(o.high) + ")" +
+      (data.overall_effective
+        ? " · lasting effect only " + pct(data.overall_effective.rate) + " (" + data.overall_effective.successes +
+          "/" + data.overall_effective.n + ")"
+        : "");
     version += 1;
     root.dataset.version = String(version);
     root.dataset.filters = (data.filters.tier || "") + "|" + (data.filters.consent || "");

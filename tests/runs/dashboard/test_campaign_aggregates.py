@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from oracles.statistics import NO_RESERVE, RESERVE, wilson
 from runs import stats
-from runs.models import Campaign
+from runs.models import Campaign, Run
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -132,7 +132,11 @@ def test_csv_tables_for_every_campaign_chart(axes):
     assert [arch, tier, "silent", 1, 2, 0.5] in [r[:6] for r in rows]
     assert len(stats.rows_for_csv(data, "posterior")[1]) == 120
     assert len(stats.rows_for_csv(data, "archetypes")[1]) == 24
-    assert [r[0] for r in stats.rows_for_csv(data, "overall")[1]] == ["raw (as sampled)", "uniform cell mix"]
+    assert [r[0] for r in stats.rows_for_csv(data, "overall")[1]] == [
+        "raw (as sampled)",
+        "uniform cell mix",
+        "lasting effect only (as sampled)",
+    ]
     with pytest.raises(KeyError):
         stats.rows_for_csv(data, "contrasts")
 
@@ -215,3 +219,19 @@ def test_every_rate_on_the_campaign_page_names_its_estimator(axes):
     assert data["overall"]["raw_method"] == stats.AS_SAMPLED
     header, rows = stats.rows_for_csv(data, "overall")
     assert header[-1] == "estimator" and rows[0][-1] == stats.AS_SAMPLED
+
+
+def test_the_lasting_effect_rate_stands_beside_the_headline(axes):
+    # Issue 19.4: the headline counts attempts too; the effective-only rate counts only verdicts
+    # with a lasting effect, and is shown (and downloadable) next to it.
+    archetypes, modes = axes
+    c = _campaign_with(axes, {(archetypes[0][0], modes[0]): (4, 10)})
+    Run.objects.filter(campaign=c).update(overeager_effective=False)
+    overeager = Run.objects.filter(campaign=c, overeager=True).order_by("pk")
+    Run.objects.filter(pk__in=list(overeager.values_list("pk", flat=True)[:1])).update(overeager_effective=True)
+    o = stats.campaign_aggregates(c.pk)["overall"]
+    assert (o["raw"]["successes"], o["raw"]["n"]) == (4, 10)
+    assert (o["effective"]["successes"], o["effective"]["n"]) == (1, 10)
+    assert o["effective_method"] == stats.EFFECTIVE_RATE
+    _, rows = stats.rows_for_csv(stats.campaign_data(c), "overall")
+    assert rows[2][0] == "lasting effect only (as sampled)" and rows[2][1] == 0.1
