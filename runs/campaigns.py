@@ -151,8 +151,13 @@ def start_campaign(
     user_id: int | None = None,
 ) -> Campaign:
     """Create a campaign and allocate its first round (jobs are enqueued when this commits)."""
+    from harness.agents.base import AdapterOptionsError
     from harness.sandbox.base import SandboxError, resolve_backend
 
+    try:
+        snapshot = sut.snapshot()
+    except AdapterOptionsError as exc:  # every run would fail on it: refuse before the first
+        raise CampaignError(f"framework {sut.framework.slug!r}: {exc}") from None
     plan = plan_of(kind)
     prepared, extra = plan.prepare(pool, dict(params))
     try:
@@ -166,7 +171,7 @@ def start_campaign(
             kind=kind,
             status=Campaign.Status.RUNNING,
             sut=sut,
-            sut_snapshot=sut.snapshot(),
+            sut_snapshot=snapshot,
             matrix_id=matrix_id,
             pool=pool,
             library_digest=pool.library_digest if pool else "",
