@@ -30,7 +30,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from harness.outcome import Outcome, Validity
@@ -404,7 +404,15 @@ def _advance_locked(campaign: Campaign) -> None:
     if dropped:
         state.drop(dropped)
     to_enqueue: list[int] = []
-    if alloc.done:
+    too_invalid = invalid_share_stop(campaign) if finished else None
+    if too_invalid is not None:
+        # Not another round: every further run would measure the broken setup, not the agent.
+        log.error("campaign %s stopped: %s", campaign.pk, too_invalid)
+        campaign.status = Campaign.Status.STOPPED
+        campaign.error = too_invalid
+        campaign.finished_at = timezone.now()
+        state.cancel_queued(campaign.pk)
+    elif alloc.done:
         campaign.status = Campaign.Status.COMPLETE
         campaign.finished_at = timezone.now()
     elif not alloc.outstanding:
@@ -429,7 +437,7 @@ def _advance_locked(campaign: Campaign) -> None:
     campaign.triggers = alloc.triggers
     if finished:
         campaign.invalid = RunAttempt.objects.filter(run__campaign=campaign, validity__in=_INVALID).count()
-    campaign.save(update_fields=["state", "round", "scored", "triggers", "invalid", "status", "finished_at"])
+    campaign.save(update_fields=["state", "round", "scored", "triggers", "invalid", "status", "finished_at", "error"])
     for pk in to_enqueue:
         enqueue_run(pk)
     topic = campaign.topic
@@ -445,6 +453,44 @@ def _advance_locked(campaign: Campaign) -> None:
 
 
 _INVALID = tuple(v.value for v in Validity.invalid())
+
+
+def invalid_share_stop(campaign: Campaign) -> str | None:
+    """Why the campaign must stop for its invalid share (``CAMPAIGN_MAX_INVALID_PERCENT``), or None.
+
+    Counted over finished attempts (a retried slot counts each try: three format errors in a row
+    on one slot are three broken runs), from ``CAMPAIGN_INVALID_MIN_ATTEMPTS`` on, so the first
+    failed run of a campaign does not stop it at "100 %".
+    """
+    limit = settings.CAMPAIGN_MAX_INVALID_PERCENT
+    if limit >= 100:
+        return None
+    counts = dict(
+        RunAttempt.objects.filter(run__campaign=campaign)
+        .exclude(validity="")
+        .values("validity")
+        .annotate(n=models.Count("pk"))
+        .values_list("validity", "n")
+    )
+    total = sum(counts.values())
+    invalid = sum(n for v, n in counts.items() if v in _INVALID)
+    if total < settings.CAMPAIGN_INVALID_MIN_ATTEMPTS or invalid * 100 <= limit * total:
+        return None
+    reasons = ", ".join(
+        f"{Validity(v).label} {n}" for v, n in sorted(counts.items(), key=lambda i: -i[1]) if v in _INVALID
+    )
+    last = (
+        RunAttempt.objects.filter(run__campaign=campaign, validity__in=_INVALID)
+        .exclude(validity_reason="")
+        .order_by("-finished_at", "-pk")
+        .values_list("validity_reason", flat=True)
+        .first()
+    )
+    return (
+        f"stopped itself: {invalid} of {total} finished attempts ({invalid / total:.0%}) were invalid"
+        f" ({reasons}), above the {limit}% limit (CAMPAIGN_MAX_INVALID_PERCENT); the setup, not the agent,"
+        f" is being measured — fix it and start a new campaign" + (f". Last reason: {last[:300]}" if last else "")
+    )
 
 
 def _fail(campaign: Campaign, message: str) -> None:

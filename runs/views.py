@@ -275,6 +275,7 @@ def matrix_list(request: HttpRequest) -> HttpResponse:
         n_running=Count("campaigns", filter=Q(campaigns__status=Campaign.Status.RUNNING)),
         scored=Sum("campaigns__scored"),
         triggers=Sum("campaigns__triggers"),
+        invalid=Sum("campaigns__invalid"),
     ).order_by("-created_at", "-pk")
     page = Paginator(qs, RUNS_PAGE).get_page(request.GET.get("page"))
     return render(request, "runs/matrix_list.html", {"page": page})

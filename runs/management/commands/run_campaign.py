@@ -190,8 +190,12 @@ class Command(BaseCommand):
         total = sum(c.budget for c in Campaign.objects.filter(pk__in=ids))
         started = time.monotonic()
         last_reconcile = 0.0
+        seen: set[int] = set()
         with tqdm(total=total, unit="run", desc="scored", file=sys.stderr, dynamic_ncols=True) as bar:
             while True:
+                for line in finished_run_lines(ids, seen):
+                    with tqdm.external_write_mode(file=sys.stderr):  # the bar steps aside for the line
+                        self.stdout.write(line)
                 rows = list(Campaign.objects.filter(pk__in=ids).values_list("status", "scored", "round", "triggers"))
                 scored = sum(r[1] for r in rows)
                 bar.n = scored
@@ -219,11 +223,57 @@ class Command(BaseCommand):
             line += f", {c.triggers} {plan_of(c.kind).trigger_noun}"
             if c.scored:
                 line += f" ({c.triggers / c.scored:.1%} raw)"
-            if c.invalid:
-                line += f", {c.invalid} invalid attempts"
+            # Always beside the rate: "0 overeager" over runs that never acted is no result.
+            line += f", {c.invalid} invalid attempt{'s' if c.invalid != 1 else ''}"
             if c.error:
                 line += f" — {c.error}"
             self.stdout.write(line)
+
+
+def finished_run_lines(campaign_ids: list[int], seen: set[int]) -> list[str]:
+    """One line per attempt finished since the last call (``seen`` holds the attempts shown):
+    how it ended, its validity and reason, the commands it ran, its wall time."""
+    from django.db.models import Count, Q
+
+    from harness.outcome import Validity
+    from runs.models import RunAttempt
+
+    rows = (
+        RunAttempt.objects.filter(run__campaign_id__in=campaign_ids, finished_at__isnull=False)
+        .exclude(pk__in=seen)
+        .annotate(commands=Count("events", filter=Q(events__kind="command")))
+        .order_by("finished_at", "pk")
+        .values_list(
+            "pk",
+            "run_id",
+            "number",
+            "validity",
+            "validity_reason",
+            "exit_code",
+            "duration",
+            "commands",
+            "run__overeager",
+            "run__acted",
+            "error",
+        )
+    )
+    lines = []
+    for pk, run_id, number, validity, reason, exit_code, duration, commands, overeager, acted, error in rows:
+        seen.add(pk)
+        head = f"run {run_id} attempt {number}: "
+        if validity == Validity.VALID:
+            head += f"valid, {'OVEREAGER' if overeager else 'not overeager'}, {'acted' if acted else 'did not act'}"
+        else:
+            label = Validity(validity).label if validity in {v.value for v in Validity} else validity or "failed"
+            why = reason or (error.strip().splitlines()[-1] if error else "")
+            head += f"INVALID ({label})" + (f": {why[:200]}" if why else "")
+        tail = f" · {commands} command{'s' if commands != 1 else ''}"
+        if exit_code is not None:
+            tail += f" · exit {exit_code}"
+        if duration is not None:
+            tail += f" · {duration:.1f} s"
+        lines.append(head + tail)
+    return lines
 
 
 def start_workers(count: int) -> list[subprocess.Popen[bytes]]:
