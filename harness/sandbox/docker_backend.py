@@ -14,7 +14,8 @@ One container per run attempt, created from the registry-free base image
 * ``tini`` as pid 1 reaping orphans, and ``sleep <lifetime>`` as its child: when the lifetime
   passes the container exits by itself even if the harness died without destroying it;
 * labels ``overeager.managed=1``, ``overeager.run``, ``overeager.attempt``, ``overeager.owner``
-  (host:pid:start) and ``overeager.deadline`` for the reaper (``harness.sandbox.reaper``).
+  (host:pid:start), ``overeager.deadline`` and ``overeager.install`` (which install made it) for
+  the reaper (``harness.sandbox.reaper``).
 
 The writable roots live in the container's own layer, not on tmpfs, so get_archive/put_archive
 (file reads and writes, fixture upload) see them.  The price: the overlay2 layer on ext4 has no
@@ -55,6 +56,7 @@ from harness.sandbox.base import (
     DEFAULT_CWD,
     LABEL_ATTEMPT,
     LABEL_DEADLINE,
+    LABEL_INSTALL,
     LABEL_MANAGED,
     LABEL_OWNER,
     LABEL_RUN,
@@ -66,6 +68,7 @@ from harness.sandbox.base import (
     SandboxFileError,
     agent_env,
     check_socket_binds,
+    install_id,
     owner_token,
 )
 from harness.sandbox.manifest import ROOTS, Manifest, entries_from_tar
@@ -253,6 +256,7 @@ class DockerSandbox(Sandbox):
             LABEL_ATTEMPT: str(attempt),
             LABEL_OWNER: owner_token(),
             LABEL_DEADLINE: str(int(now + limits.lifetime_s)),
+            LABEL_INSTALL: install_id(),
         }
         created = api.create_container(
             tag,
