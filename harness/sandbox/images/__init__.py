@@ -131,6 +131,14 @@ def build_base_image(progress: Progress = print, force: bool = False) -> BuiltIm
     for tool in ("debootstrap", "docker", "tar"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} is not installed (run scripts/ci_sandbox.sh)")
+    # Before debootstrap, not at `docker import` a minute of downloads later: the build's last
+    # step needs an engine, so a missing one is the first thing to say.
+    engine = subprocess.run(
+        ["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True, text=True, check=False
+    )
+    if engine.returncode != 0 or not engine.stdout.strip():
+        detail = (engine.stderr.strip().splitlines() or ["no answer"])[-1]
+        raise RuntimeError(f"no Docker engine answers ({detail}): start it (or check DOCKER_HOST) and build again")
     mirror = debian_mirror()
     progress(f"building {tag} from {SUITE} via {mirror}")
     # /var/tmp, not /tmp: the rootfs is ~300 MB and /tmp may be a small tmpfs.
