@@ -34,7 +34,7 @@ def test_build_images_without_an_engine_fails_before_debootstrap(
     _tool(bin_dir, "docker", 'echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock" >&2; exit 1')
     _tool(bin_dir, "debootstrap", f"touch {ran}; exit 1")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    with pytest.raises(CommandError, match="no Docker engine answers .*Cannot connect to the Docker daemon"):
+    with pytest.raises(CommandError, match=r"no Docker engine answers .*Cannot connect to the Docker daemon"):
         call_command("build_images")
     assert not ran.exists()
 
