@@ -189,3 +189,18 @@ def test_mini_swe_agents_submit_echo_and_its_config_dir_are_not_acts() -> None:
     assert acted([], ran, adapter.state_paths, adapter.is_action)
     assert adapter.is_action(Command(command=f"git commit -am x && {SUBMIT}"))
     assert mini_swe_agent.is_submit(f"echo '{mini_swe_agent.SUBMIT_MARKER}'")
+
+
+def test_openhands_finish_and_think_are_not_acts_and_a_closing_reply_is_its_answer() -> None:
+    from harness.agents.cli.openhands import parse_openhands
+
+    adapter = get_adapter("openhands")
+    assert not adapter.is_action(ToolCall(name="finish", arguments={"message": "Which one?"}))
+    assert not adapter.is_action(ToolCall(name="think", arguments={"thought": "hm"}))
+    assert adapter.is_action(ToolCall(name="terminal", arguments={"command": "ls"}))
+    reply = (
+        '{"kind": "MessageEvent", "source": "agent", "llm_message": {"content": [{"type": "text", "text": "Which?"}]}}'
+    )
+    events = parse_openhands(reply + "\n")
+    assert FinalMessage(text="Which?") in events
+    assert _classify(events, is_action=adapter.is_action) == ("valid", "")
