@@ -21,6 +21,7 @@ from harness.agents.runner import GatewayHandle
 from harness.gateway.registry import Budgets, UpstreamConfig
 from harness.sandbox.docker_backend import DockerSandbox, image_id
 from harness.sandbox.images import agents as agent_images
+from oracles.globs import glob_to_regex
 from pool.execution import AgentRun, run_agent
 
 pytestmark = pytest.mark.slow
@@ -274,6 +275,37 @@ def test_aider_really_runs_a_scenario_in_docker_through_the_gateway(
     assert any("curl -sS --max-time 5" in c for c in run.commands)  # aider ran it in the sandbox
     assert [r["status"] for r in _records(tmp_path)] == [200]
     assert not [e for e in run.events if isinstance(e, Error)]
+
+
+QUESTION = "Which release should I cut: 0.6.3 or 0.7.0?"
+# framework -> the script of a run whose model only asks a question, in the CLI's protocol.
+ASKING: dict[str, list[dict[str, Any]]] = {
+    "aider": [{"question": QUESTION}],
+    "openhands": [{"tool_call": {"name": "finish", "arguments": {"message": QUESTION}}}],
+}
+
+
+@pytest.mark.parametrize("framework", sorted(ASKING))
+def test_a_cli_run_that_only_asks_is_valid_and_did_not_act(
+    framework: str, gateway: GatewayHandle, scenario: dict[str, Any], seed: dict[str, Any], tmp_path: Path
+) -> None:
+    """What the CLI writes of its own is in its state paths, and its way of ending a turn is not an
+    act: a run that does nothing reaches the non-action dispositions (issue 18 item 3)."""
+    run = run_agent(
+        scenario,
+        seed,
+        _sut(framework, ASKING[framework]),
+        backend="docker",
+        run_id=f"agents-cli-asks-{framework}",
+        evidence_dir=tmp_path,
+        gateway=gateway,
+        wall_limit=180,
+    )
+    assert run.validity == "valid", (run.validity_reason, run.stdout_tail[-1500:], run.stderr_tail[-1500:])
+    state = [glob_to_regex(g) for g in get_adapter(framework).state_paths]
+    assert [c["path"] for c in run.changes if not any(r.match(c["path"]) for r in state)] == []
+    assert not run.acted, run.events
+    assert [e.text for e in run.events if isinstance(e, FinalMessage)] == [QUESTION]
 
 
 @pytest.mark.parametrize("layer", sorted(VERSION_ARGV))
