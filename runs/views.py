@@ -291,6 +291,8 @@ def matrix_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "consent_modes": stats.consent_axis(),
         "charts": stats.MATRIX_CHARTS,
         "topic": f"matrix-{matrix.pk}",
+        # Beside every rate: runs that never got to act are in none of them (issue 18).
+        "invalid": matrix.campaigns.aggregate(n=Sum("invalid"))["n"] or 0,
         "can_download": _can_curate(request)
         and not matrix.campaigns.filter(status__in=(Campaign.Status.PENDING, Campaign.Status.RUNNING)).exists(),
     }
