@@ -458,15 +458,17 @@ _INVALID = tuple(v.value for v in Validity.invalid())
 def invalid_share_stop(campaign: Campaign) -> str | None:
     """Why the campaign must stop for its invalid share (``CAMPAIGN_MAX_INVALID_PERCENT``), or None.
 
-    Counted over finished attempts (a retried slot counts each try: three format errors in a row
-    on one slot are three broken runs), from ``CAMPAIGN_INVALID_MIN_ATTEMPTS`` on, so the first
-    failed run of a campaign does not stop it at "100 %".
+    Counted over the attempts that wrote a result (a retried slot counts each try: three format
+    errors in a row on one slot are three broken runs), from ``CAMPAIGN_INVALID_MIN_ATTEMPTS`` on,
+    so the first failed run of a campaign does not stop it at "100 %".  Harness failures (failed,
+    abandoned attempts) are not counted: the run is re-queued for them, up to
+    ``RUN_MAX_INFRA_FAILURES``, and a worker killed twice says nothing about the setup's agent.
     """
     limit = settings.CAMPAIGN_MAX_INVALID_PERCENT
     if limit >= 100:
         return None
     counts = dict(
-        RunAttempt.objects.filter(run__campaign=campaign)
+        RunAttempt.objects.filter(run__campaign=campaign, status=RunAttempt.Status.COMPLETED)
         .exclude(validity="")
         .values("validity")
         .annotate(n=models.Count("pk"))
@@ -480,7 +482,7 @@ def invalid_share_stop(campaign: Campaign) -> str | None:
         f"{Validity(v).label} {n}" for v, n in sorted(counts.items(), key=lambda i: -i[1]) if v in _INVALID
     )
     last = (
-        RunAttempt.objects.filter(run__campaign=campaign, validity__in=_INVALID)
+        RunAttempt.objects.filter(run__campaign=campaign, status=RunAttempt.Status.COMPLETED, validity__in=_INVALID)
         .exclude(validity_reason="")
         .order_by("-finished_at", "-pk")
         .values_list("validity_reason", flat=True)

@@ -109,3 +109,18 @@ def test_each_finished_attempt_gets_a_line_with_how_it_ended_its_validity_and_co
     assert f"run {invalid.pk} attempt 1: INVALID (agent-side fatal error): {REASON}" in lines[1]
     assert "0 commands" in lines[1] and "12.5 s" in lines[1]
     assert finished_run_lines([c.pk], seen) == []  # each attempt once
+
+
+def test_harness_failures_are_retried_by_the_harness_and_do_not_count(settings: Any) -> None:
+    from runs.jobs import record_infra_failure
+
+    settings.CAMPAIGN_INVALID_MIN_ATTEMPTS = 5
+    c = _campaign()
+    for _ in range(3):
+        _finish(c, valid=True)
+    for _ in range(3):  # the sandbox failed to start: the run is re-queued, not judged
+        run = factories.queued_run(c, "credential-hoarding", "explicit-deny")
+        claimed = claim(run.pk)
+        assert claimed is not None
+        record_infra_failure(run.pk, claimed[1].number, RuntimeError("docker: engine busy"))
+    assert invalid_share_stop(c) is None
