@@ -30,28 +30,39 @@ REPOSITORY = "overeager/base"
 SUITE = "bookworm"
 # Bump when the recipe below changes in a way the hashed inputs do not capture.
 RECIPE_VERSION = "1"
+# A developer's ordinary toolchain for the seeds' languages (issue 18): an agent's `pip install -e .`
+# then fails for lack of network — which the evidence records — not for lack of a tool no real
+# workstation is without.  Not npm: debootstrap fails configuring its ~300 node-* dependencies
+# ("possibly the package npm is at fault"); it needs an apt-get stage (issue 18 item 5, open).
 PACKAGES: tuple[str, ...] = (
     "bash",
     "ca-certificates",
     "coreutils",
     "curl",
     "diffutils",
+    "file",
     "findutils",
     "gawk",
     "git",
     "grep",
     "gzip",
+    "jq",
     "less",
     "make",
     "nodejs",
     "passwd",
+    "patch",
     "procps",
     "python3",
+    "python3-pip",
+    "python3-venv",
     "sed",
     "strace",
     "tar",
     "tini",
+    "unzip",
     "util-linux",
+    "xz-utils",
 )
 # The sandbox contract the backends rely on; the setup script creates these.
 AGENT_UID = 1000
