@@ -523,6 +523,8 @@ def progress_summary(campaign: Campaign) -> dict[str, Any]:
         "scored": campaign.scored,
         "budget": campaign.budget,
         "triggers": campaign.triggers,
+        "invalid_attempts": campaign.invalid,
+        "error": campaign.error,
     }
 
 

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from harness.outcome import Validity
-from runs.campaigns import advance, invalid_share_stop
+from runs.campaigns import advance, invalid_share_stop, progress_summary
 from runs.jobs import claim, store_outcome
 from runs.management.commands.run_campaign import Command as RunCampaign
 from runs.management.commands.run_campaign import finished_run_lines
@@ -57,6 +57,9 @@ def test_a_campaign_past_the_invalid_share_stops_itself_and_says_why(settings: A
     assert c.invalid == 4
     waiting.refresh_from_db()
     assert waiting.status == Run.Status.CANCELLED
+    # The push the open campaign page gets: the reason and the count, shown without a reload.
+    pushed = progress_summary(c)
+    assert pushed["status"] == "stopped" and pushed["error"] == c.error and pushed["invalid_attempts"] == 4
 
 
 def test_below_the_minimum_number_of_attempts_or_the_share_a_campaign_goes_on(settings: Any) -> None:
