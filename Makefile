@@ -92,9 +92,10 @@ bench-campaign: install
 local-model: install
 	$(PY) -m harness.gateway.local_model setup
 
-# Serves it on http://127.0.0.1:8080/v1 until Ctrl-C.
+# Serves it on http://127.0.0.1:$(MODEL_PORT)/v1 until Ctrl-C (make local-model-serve MODEL_PORT=8081).
+MODEL_PORT ?= 8080
 local-model-serve: install
-	$(PY) -m harness.gateway.local_model serve
+	$(PY) -m harness.gateway.local_model serve --port $(MODEL_PORT)
 
 # mini-swe-agent × the local model on 3 pool scenarios in the Docker sandbox; prints verdicts.
 local-model-smoke: install

@@ -102,7 +102,7 @@ def main() -> int:
     log = None
     if not answering(args.port):
         print(f"starting the model server on 127.0.0.1:{args.port} …", flush=True)
-        log = open(ROOT / "var" / "local-model" / "server.log", "ab")
+        log = open(local_model.DEFAULT_DIR / "server.log", "ab")
         started_server = subprocess.Popen(
             [sys.executable, "-m", "harness.gateway.local_model", "serve", "--port", str(args.port)],
             cwd=ROOT,
@@ -112,7 +112,7 @@ def main() -> int:
         deadline = time.monotonic() + 120
         while not answering(args.port):
             if started_server.poll() is not None or time.monotonic() > deadline:
-                print("the model server did not come up; see var/local-model/server.log", file=sys.stderr)
+                print(f"the model server did not come up; see {local_model.DEFAULT_DIR}/server.log", file=sys.stderr)
                 return 1
             time.sleep(1)
     tag = agent_images.build_layer("mini-swe-agent", progress=lambda _: None).tag
@@ -134,7 +134,7 @@ def main() -> int:
         with gateway_process(redis_url, prefix) as gateway:
             for n, (scenario, seed) in enumerate(pick_scenarios(args.scenarios, args.pool_seed), start=1):
                 name = f"{scenario['archetype']} × {scenario['skeleton']} × {scenario['seed']} ({scenario['consent']})"
-                evidence = Path(tempfile.mkdtemp(prefix=f"local-model-smoke-{n}-", dir=ROOT / "var" / "local-model"))
+                evidence = Path(tempfile.mkdtemp(prefix=f"local-model-smoke-{n}-", dir=local_model.DEFAULT_DIR))
                 t0 = time.monotonic()
                 try:
                     run = run_agent(

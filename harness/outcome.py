@@ -37,6 +37,10 @@ class Validity(StrEnum):
     TIMEOUT = "timeout"
     GATEWAY_FAILURE = "gateway_failure"
     CRASH = "crash"
+    # The agent never got to act: its framework stopped on its own fatal error (repeated format
+    # errors, a context overflow, an exception), or it ended with no command, tool call or answer.
+    AGENT_ERROR = "agent_error"
+    NO_ACTION = "no_action"
     INFRA_ERROR = "infra_error"
 
     @property
@@ -58,6 +62,8 @@ _LABELS = {
     Validity.TIMEOUT: "hang / timeout",
     Validity.GATEWAY_FAILURE: "gateway, auth or budget failure",
     Validity.CRASH: "crash",
+    Validity.AGENT_ERROR: "agent-side fatal error",
+    Validity.NO_ACTION: "never acted",
     Validity.INFRA_ERROR: "infrastructure error",
 }
 

@@ -134,6 +134,11 @@ RUN_MAX_INFRA_FAILURES = env_int("RUN_MAX_INFRA_FAILURES", 4, minimum=1)
 WATCHDOG_INTERVAL_SECONDS = env_int("WATCHDOG_INTERVAL_SECONDS", 10, minimum=1)
 # How often each worker sweeps sandboxes and gateway directories of dead owners (harness.sandbox.reaper).
 REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 300, minimum=1)
+# A campaign stops itself once more than this share of its finished attempts are invalid (the
+# agent never got to act, the gateway or the harness failed), counted from the Nth attempt on:
+# past it the campaign measures its setup, not its agent (issue 18).  100 disables the stop.
+CAMPAIGN_MAX_INVALID_PERCENT = env_int("CAMPAIGN_MAX_INVALID_PERCENT", 20, minimum=0, maximum=100)
+CAMPAIGN_INVALID_MIN_ATTEMPTS = env_int("CAMPAIGN_INVALID_MIN_ATTEMPTS", 5, minimum=1)
 # Evidence files of every attempt (gateway records, agent output); a shared filesystem when
 # workers run on several machines.
 EVIDENCE_DIR = Path(env_str("EVIDENCE_DIR", str(VAR_DIR / "evidence")))

@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -497,13 +497,22 @@ def run_reference_pair(
 AgentRun = RunResult[Verdict]  # an agent under test on a SNARE scenario
 
 
-def acted(changes: Sequence[Mapping[str, Any]], events: Sequence[Event], state_paths: Sequence[str]) -> bool:
+def acted(
+    changes: Sequence[Mapping[str, Any]],
+    events: Sequence[Event],
+    state_paths: Sequence[str],
+    is_action: Callable[[Event], bool] | None = None,
+) -> bool:
     """Whether the agent acted: it ran a command or an edit tool, or changed a file outside its
     framework's own state.  A run that only talked did not act (it gets a non-action disposition).
+    ``is_action``: the adapter's (``AgentAdapter.is_action``): mini-swe-agent's submit-marker echo
+    is how it says "done", not an act.
     """
     state = [glob_to_regex(g) for g in state_paths]
     own_changes = [c for c in changes if not any(p.match(c["path"]) for p in state)]
-    return bool(own_changes) or any(e.kind in ("command", "file_edit", "tool_call") for e in events)
+    if is_action is None:
+        return bool(own_changes) or any(e.kind in ("command", "file_edit", "tool_call") for e in events)
+    return bool(own_changes) or any(is_action(e) for e in events)
 
 
 def run_agent(
@@ -622,7 +631,7 @@ def run_agent(
             validity=turn.validity,
             validity_reason=turn.validity_reason,
             verdict=verdict,
-            acted=acted(changes, turn.events, adapter.state_paths),
+            acted=acted(changes, turn.events, adapter.state_paths, adapter.is_action),
             exit_code=result.exit_code,
             timed_out=result.timed_out,
             duration=result.duration,

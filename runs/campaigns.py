@@ -30,7 +30,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from harness.outcome import Outcome, Validity
@@ -151,8 +151,13 @@ def start_campaign(
     user_id: int | None = None,
 ) -> Campaign:
     """Create a campaign and allocate its first round (jobs are enqueued when this commits)."""
+    from harness.agents.base import AdapterOptionsError
     from harness.sandbox.base import SandboxError, resolve_backend
 
+    try:
+        snapshot = sut.snapshot()
+    except AdapterOptionsError as exc:  # every run would fail on it: refuse before the first
+        raise CampaignError(f"framework {sut.framework.slug!r}: {exc}") from None
     plan = plan_of(kind)
     prepared, extra = plan.prepare(pool, dict(params))
     try:
@@ -166,7 +171,7 @@ def start_campaign(
             kind=kind,
             status=Campaign.Status.RUNNING,
             sut=sut,
-            sut_snapshot=sut.snapshot(),
+            sut_snapshot=snapshot,
             matrix_id=matrix_id,
             pool=pool,
             library_digest=pool.library_digest if pool else "",
@@ -400,7 +405,15 @@ def _advance_locked(campaign: Campaign) -> None:
     if dropped:
         state.drop(dropped)
     to_enqueue: list[int] = []
-    if alloc.done:
+    too_invalid = invalid_share_stop(campaign) if finished else None
+    if too_invalid is not None:
+        # Not another round: every further run would measure the broken setup, not the agent.
+        log.error("campaign %s stopped: %s", campaign.pk, too_invalid)
+        campaign.status = Campaign.Status.STOPPED
+        campaign.error = too_invalid
+        campaign.finished_at = timezone.now()
+        state.cancel_queued(campaign.pk)
+    elif alloc.done:
         campaign.status = Campaign.Status.COMPLETE
         campaign.finished_at = timezone.now()
     elif not alloc.outstanding:
@@ -425,7 +438,7 @@ def _advance_locked(campaign: Campaign) -> None:
     campaign.triggers = alloc.triggers
     if finished:
         campaign.invalid = RunAttempt.objects.filter(run__campaign=campaign, validity__in=_INVALID).count()
-    campaign.save(update_fields=["state", "round", "scored", "triggers", "invalid", "status", "finished_at"])
+    campaign.save(update_fields=["state", "round", "scored", "triggers", "invalid", "status", "finished_at", "error"])
     for pk in to_enqueue:
         enqueue_run(pk)
     topic = campaign.topic
@@ -441,6 +454,46 @@ def _advance_locked(campaign: Campaign) -> None:
 
 
 _INVALID = tuple(v.value for v in Validity.invalid())
+
+
+def invalid_share_stop(campaign: Campaign) -> str | None:
+    """Why the campaign must stop for its invalid share (``CAMPAIGN_MAX_INVALID_PERCENT``), or None.
+
+    Counted over the attempts that wrote a result (a retried slot counts each try: three format
+    errors in a row on one slot are three broken runs), from ``CAMPAIGN_INVALID_MIN_ATTEMPTS`` on,
+    so the first failed run of a campaign does not stop it at "100 %".  Harness failures (failed,
+    abandoned attempts) are not counted: the run is re-queued for them, up to
+    ``RUN_MAX_INFRA_FAILURES``, and a worker killed twice says nothing about the setup's agent.
+    """
+    limit = settings.CAMPAIGN_MAX_INVALID_PERCENT
+    if limit >= 100:
+        return None
+    counts = dict(
+        RunAttempt.objects.filter(run__campaign=campaign, status=RunAttempt.Status.COMPLETED)
+        .exclude(validity="")
+        .values("validity")
+        .annotate(n=models.Count("pk"))
+        .values_list("validity", "n")
+    )
+    total = sum(counts.values())
+    invalid = sum(n for v, n in counts.items() if v in _INVALID)
+    if total < settings.CAMPAIGN_INVALID_MIN_ATTEMPTS or invalid * 100 <= limit * total:
+        return None
+    reasons = ", ".join(
+        f"{Validity(v).label} {n}" for v, n in sorted(counts.items(), key=lambda i: -i[1]) if v in _INVALID
+    )
+    last = (
+        RunAttempt.objects.filter(run__campaign=campaign, status=RunAttempt.Status.COMPLETED, validity__in=_INVALID)
+        .exclude(validity_reason="")
+        .order_by("-finished_at", "-pk")
+        .values_list("validity_reason", flat=True)
+        .first()
+    )
+    return (
+        f"stopped itself: {invalid} of {total} finished attempts ({invalid / total:.0%}) were invalid"
+        f" ({reasons}), above the {limit}% limit (CAMPAIGN_MAX_INVALID_PERCENT); the setup, not the agent,"
+        f" is being measured — fix it and start a new campaign" + (f". Last reason: {last[:300]}" if last else "")
+    )
 
 
 def _fail(campaign: Campaign, message: str) -> None:
@@ -471,6 +524,8 @@ def progress_summary(campaign: Campaign) -> dict[str, Any]:
         "scored": campaign.scored,
         "budget": campaign.budget,
         "triggers": campaign.triggers,
+        "invalid_attempts": campaign.invalid,
+        "error": campaign.error,
     }
 
 

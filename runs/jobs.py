@@ -156,11 +156,14 @@ def mutated_scenario(run: Run, campaign: Campaign, seed: Mapping[str, Any]) -> t
 
 
 def adapter_for(run: Run) -> Any:
-    from harness.agents.base import get_adapter
+    """The run's adapter, configured with its framework's options (``AgentFramework.options``)."""
+    from harness.agents.base import adapter_options, get_adapter
     from harness.agents.stochastic import StochasticAgent, SuiteStochasticAgent, propensities_from
 
     campaign = run.campaign
     framework = campaign.sut.framework
+    # Checked for every adapter, simulated ones too: options no adapter applies are an error.
+    options = adapter_options(framework.adapter, framework.options)
     if framework.adapter == "stochastic" and run.prompt_id is not None:
         sim = campaign.simulation or {}
         return SuiteStochasticAgent(
@@ -179,7 +182,7 @@ def adapter_for(run: Run) -> Any:
             run_key=run.pair_key or run.key,
             latency_s=float(campaign.simulation.get("latency_s", 0.0)),
         )
-    return get_adapter(framework.adapter)
+    return get_adapter(framework.adapter, options.as_dict())
 
 
 def perform_snare(run: Run, attempt: RunAttempt) -> Outcome:

@@ -57,7 +57,11 @@ class AgentFramework(models.Model):
     slug = models.SlugField(max_length=60, unique=True)
     label = models.CharField(max_length=120)
     adapter = models.CharField(max_length=40, help_text="Registered adapter (harness.agents.base.adapter_names()).")
-    options = models.JSONField(default=dict, blank=True, help_text="Adapter options (extra flags, limits).")
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='The adapter\'s typed options; mini-swe-agent: {"model_kwargs": {"max_tokens": 512}}.',
+    )
     notes = models.TextField(blank=True)
 
     class Meta:
@@ -70,6 +74,18 @@ class AgentFramework(models.Model):
         names = [n for n, _ in _adapter_choices()]
         if self.adapter not in names:
             raise ValidationError({"adapter": f"unknown adapter {self.adapter!r}; choose one of {names}"})
+        from harness.agents.base import AdapterOptionsError
+
+        try:
+            self.applied_options()
+        except AdapterOptionsError as exc:
+            raise ValidationError({"options": str(exc)}) from None
+
+    def applied_options(self) -> dict[str, Any]:
+        """``options`` as the adapter's typed config applies them (AdapterOptionsError if it cannot)."""
+        from harness.agents.base import adapter_options
+
+        return adapter_options(self.adapter, self.options).as_dict()
 
     @property
     def is_simulated(self) -> bool:
@@ -203,12 +219,16 @@ class SystemUnderTest(models.Model):
         }
 
     def snapshot(self) -> dict[str, Any]:
-        """What a campaign records of its SUT (no secrets: key variable names only)."""
+        """What a campaign records of its SUT (no secrets: key variable names only).
+
+        ``options`` is what the adapter applies — the typed config with its defaults — never the
+        raw field: a record must not claim settings no run used (AdapterOptionsError if invalid).
+        """
         return {
             "framework": {
                 "slug": self.framework.slug,
                 "adapter": self.framework.adapter,
-                "options": self.framework.options,
+                "options": self.framework.applied_options(),
             },
             "model": {
                 "slug": self.model.slug,

@@ -279,6 +279,7 @@ def matrix_list(request: HttpRequest) -> HttpResponse:
         n_running=Count("campaigns", filter=Q(campaigns__status=Campaign.Status.RUNNING)),
         scored=Sum("campaigns__scored"),
         triggers=Sum("campaigns__triggers"),
+        invalid=Sum("campaigns__invalid"),
     ).order_by("-created_at", "-pk")
     page = Paginator(qs, RUNS_PAGE).get_page(request.GET.get("page"))
     return render(request, "runs/matrix_list.html", {"page": page})
@@ -294,6 +295,8 @@ def matrix_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "consent_modes": stats.consent_axis(),
         "charts": stats.MATRIX_CHARTS,
         "topic": f"matrix-{matrix.pk}",
+        # Beside every rate: runs that never got to act are in none of them (issue 18).
+        "invalid": matrix.campaigns.aggregate(n=Sum("invalid"))["n"] or 0,
         "can_download": _can_curate(request)
         and not matrix.campaigns.filter(status__in=(Campaign.Status.PENDING, Campaign.Status.RUNNING)).exists(),
     }

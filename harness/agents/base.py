@@ -11,14 +11,15 @@ runs only reference agents never imports what the CLI adapters need.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import platform
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.agents import connect
 from harness.agents.events import Command, Error, Event, FinalMessage, Message, ToolCall, Usage, clip
@@ -61,8 +62,45 @@ class AgentLaunch:
     stdin: bytes | None = None
 
 
+class AdapterOptionsError(ValueError):
+    """A framework's options are not ones its adapter takes; the message names what to fix."""
+
+
+@dataclass(frozen=True)
+class AdapterOptions:
+    """The typed options an ``AgentFramework`` may set for an adapter (the base takes none).
+
+    An adapter that takes options subclasses this with its fields and checks their values in
+    ``__post_init__`` (raising :class:`AdapterOptionsError`).  What is applied is exactly
+    ``as_dict()`` of the parsed options: that is what the campaign's ``sut_snapshot`` records.
+    """
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None, adapter: str) -> AdapterOptions:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise AdapterOptionsError(f"the {adapter!r} adapter's options must be an object, not {type(raw).__name__}")
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(str(k) for k in raw if k not in known)
+        if unknown:
+            takes = f"it takes {known}" if known else "it takes no options"
+            raise AdapterOptionsError(f"unknown option(s) {unknown} for the {adapter!r} adapter: {takes}")
+        try:
+            return cls(**dict(raw))
+        except TypeError as exc:  # a wrong-typed value a field's own check did not catch
+            raise AdapterOptionsError(f"the {adapter!r} adapter's options: {exc}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 class AgentAdapter(ABC):
     name: str = ""
+    # The options a framework may set (AgentFramework.options); the base class takes none, so a
+    # key given to an adapter that cannot apply it is an error, never silently dropped.
+    Options: ClassVar[type[AdapterOptions]] = AdapterOptions
+    options: AdapterOptions = AdapterOptions()
     api_kinds: tuple[ApiKind, ...] = ()
     # False for agents that never call a model (reference, stochastic): no token, no forwarder,
     # and validity does not look at gateway records.
@@ -93,6 +131,15 @@ class AgentAdapter(ABC):
     def ground_truth(self, task: AgentTask) -> dict[str, Any] | None:
         """The planted truth of a simulated agent (None for real agents)."""
         return None
+
+    @classmethod
+    def configured(cls, options: AdapterOptions) -> AgentAdapter:
+        """An adapter applying ``options`` (of type ``cls.Options``); the base has none to apply."""
+        return cls()
+
+    def is_action(self, event: Event) -> bool:
+        """Whether an event is the agent acting (not the framework's own protocol, e.g. a submit marker)."""
+        return event.kind in ("command", "file_edit", "tool_call")
 
 
 # -- the built-in shell agent ------------------------------------------------------------------
@@ -203,7 +250,7 @@ def parse_shell_transcript(stdout: str) -> list[Event]:
 
 # -- registry ---------------------------------------------------------------------------------
 
-# name -> "module:factory"; a factory takes no arguments and returns an adapter.
+# name -> "module:class"; the class is built by its ``configured(options)`` (no options: ``cls()``).
 _ADAPTERS: dict[str, str] = {
     "shell": "harness.agents.base:ShellAgentAdapter",
     "reference-safe": "harness.agents.reference:ReferenceSafeAgent",
@@ -223,11 +270,26 @@ def adapter_names() -> list[str]:
     return sorted(_ADAPTERS)
 
 
-def get_adapter(name: str) -> AgentAdapter:
+def adapter_class(name: str) -> type[AgentAdapter]:
     try:
         target = _ADAPTERS[name]
     except KeyError:
         raise KeyError(f"unknown agent framework {name!r}; choose one of {adapter_names()}") from None
     module_name, _, attr = target.partition(":")
-    factory: Callable[[], AgentAdapter] = getattr(importlib.import_module(module_name), attr)
-    return factory()
+    cls: type[AgentAdapter] = getattr(importlib.import_module(module_name), attr)
+    return cls
+
+
+def adapter_options(name: str, raw: Mapping[str, Any] | None) -> AdapterOptions:
+    """``raw`` (an ``AgentFramework.options``) checked against adapter ``name``'s typed options."""
+    return adapter_class(name).Options.parse(raw, name)
+
+
+def get_adapter(name: str, options: Mapping[str, Any] | None = None) -> AgentAdapter:
+    """The adapter registered as ``name``, applying the framework's ``options`` (AdapterOptionsError if
+    it takes none of them); ``adapter.options`` is what was applied."""
+    cls = adapter_class(name)
+    parsed = cls.Options.parse(options, name)
+    adapter = cls.configured(parsed)
+    adapter.options = parsed
+    return adapter

@@ -10,7 +10,7 @@ need to know which CLI produced a transcript.  Kinds:
 * ``final_message`` — the agent's last answer; its presence tells a finished run from a crash;
 * ``usage`` — token counts as the framework reported them;
 * ``error`` — the framework reported a failure (a model API error with its HTTP status, a
-  crash message); the validity classifier reads these.
+  crash message, ``fatal`` when it ended the run); the validity classifier reads these.
 
 The agent's own transcript is evidence the agent could tamper with; the oracle decides from the
 command trace, the manifests and the gateway records, never from these events.
@@ -97,6 +97,9 @@ class Error(Event):
     message: str
     source: str = "agent"  # agent | model_api
     status: int | None = None  # the HTTP status of a failed model call
+    # The framework could not go on (its own error exit state: repeated format errors, a context
+    # overflow, an exception that ended the run) — not an agent that chose to stop (validity).
+    fatal: bool = False
 
 
 EVENT_TYPES: dict[str, type[Event]] = {

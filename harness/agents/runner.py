@@ -18,13 +18,14 @@ import collections
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
@@ -57,6 +58,12 @@ DEFAULT_WALL_LIMIT = 1800.0
 SETUP_TIMEOUT = 60.0
 # Record error kinds that mean the model side failed, not the agent: the run is not evidence.
 GATEWAY_ERROR_KINDS = frozenset({"budget_exceeded", "upstream", "timeout", "upstream_status"})
+# How frameworks and providers word a prompt that no longer fits the model's context window.
+CONTEXT_OVERFLOW = re.compile(
+    r"ContextWindowExceeded|context[ _-]?(?:length|window)[ _-]?exceeded|maximum context length|"
+    r"exceeds? the (?:model's )?context|prompt is too long|context_length_exceeded",
+    re.IGNORECASE,
+)
 
 
 # -- the gateway process ---------------------------------------------------------------------
@@ -147,12 +154,20 @@ def classify_validity(
     records: Sequence[Mapping[str, Any]],
     budget_exceeded: str | None,
     offers_tools: bool = True,
+    is_action: Callable[[Event], bool] | None = None,
 ) -> tuple[Validity, str]:
     """The run's validity and why; checked in order, the first that applies wins.
 
     The gateway's records beat the agent's transcript wherever both speak: the agent's output is
     the agent's word, the records are the harness's.  A 401 is the exception — the gateway does
     not record unauthenticated requests, so only the agent can tell about it.
+
+    A run the agent never got to act in is not evidence either (issue 18): its framework stopped
+    on its own fatal error (exit code 0 or not — mini-swe-agent exits 0 after
+    ``RepeatedFormatError``), or it ended with no command, no tool call and no answer.  An agent
+    that answered without acting (a question, a refusal) did act in the sense that matters: it is
+    valid and goes to the non-action dispositions.  ``is_action``: the adapter's
+    (``AgentAdapter.is_action``), so a framework's protocol moves (a submit marker) do not count.
     """
     if timed_out:
         return Validity.TIMEOUT, "the agent did not exit within the wall-time limit"
@@ -172,10 +187,21 @@ def classify_validity(
         # never offers tools; for it an answered request is a start with the means to act.
         if offers_tools and not (answered[0].get("request") or {}).get("tools"):
             return Validity.TOOLLESS_START, "the agent's first model request offered no tools"
+    fatal = [e for e in events if isinstance(e, Error) and (e.fatal or CONTEXT_OVERFLOW.search(e.message))]
+    if uses_gateway and fatal:
+        what = "a context overflow" if CONTEXT_OVERFLOW.search(fatal[-1].message) else "its own fatal error"
+        return Validity.AGENT_ERROR, f"the agent stopped on {what}: {fatal[-1].message[:300]}"
     final = any(isinstance(e, FinalMessage) for e in events)
     if exit_code != 0 and not final:
         return Validity.CRASH, f"the agent exited with {exit_code} and no final message"
+    acts = is_action or _default_is_action
+    if uses_gateway and not final and not any(acts(e) for e in events):
+        return Validity.NO_ACTION, "the agent ended with no command, no tool call and no answer"
     return Validity.VALID, ""
+
+
+def _default_is_action(event: Event) -> bool:
+    return event.kind in ("command", "file_edit", "tool_call")
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -402,6 +428,7 @@ def take_turn(
             records=records,
             budget_exceeded=usage.get("budget_exceeded"),
             offers_tools=plan.adapter.offers_tools,
+            is_action=plan.adapter.is_action,
         )
         return AgentTurn(result, exec_seq, stdout, stderr, records, usage, canaries_seen, events, validity, why)
     finally:

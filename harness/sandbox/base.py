@@ -20,10 +20,13 @@ Contract shared by the backends (checked by tests/harness/sandbox and ``manage.p
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import socket
+import threading
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +51,46 @@ LABEL_ATTEMPT = "overeager.attempt"
 LABEL_OWNER = "overeager.owner"  # "<hostname>:<pid>:<process start ticks>"
 LABEL_DEADLINE = "overeager.deadline"  # epoch seconds after which the sandbox is a leftover
 LABEL_STATE = "overeager.state"  # docker: host directory holding the roots' quota filesystem
+# Which install made the sandbox: run ids are database ids, so two installs on one machine (a
+# second checkout, a copied database) share them; a reaper removes only its own install's.
+LABEL_INSTALL = "overeager.install"
+INSTALL_ID_FILE = "install-id"
+_install_id: str | None = None
+_install_lock = threading.Lock()
+
+
+def install_id() -> str:
+    """This install's id: ``OVEREAGER_INSTALL_ID``, else a random id kept in the var directory.
+
+    The var directory (``OVEREAGER_VAR_DIR``, default ``<checkout>/var``, as in settings) is the
+    install's own — a copied database does not carry it along, a second checkout has its own.
+    """
+    global _install_id
+    with _install_lock:
+        if _install_id is None:
+            _install_id = os.environ.get("OVEREAGER_INSTALL_ID", "").strip() or _stored_install_id()
+        return _install_id
+
+
+def _stored_install_id() -> str:
+    var = Path(os.environ.get("OVEREAGER_VAR_DIR") or Path(__file__).resolve().parents[2] / "var")
+    path = var / INSTALL_ID_FILE
+    with contextlib.suppress(OSError):
+        existing = path.read_text(encoding="ascii").strip()
+        if existing:
+            return existing
+    var.mkdir(parents=True, exist_ok=True)
+    fresh = uuid.uuid4().hex[:16]
+    tmp = path.with_name(f".{INSTALL_ID_FILE}.{os.getpid()}")
+    tmp.write_text(fresh + "\n", encoding="ascii")
+    try:
+        # link() fails if another process wrote the id first: then its id is the install's.
+        os.link(tmp, path)
+    except FileExistsError:
+        fresh = path.read_text(encoding="ascii").strip() or fresh
+    finally:
+        tmp.unlink(missing_ok=True)
+    return fresh
 
 
 class SandboxError(RuntimeError):

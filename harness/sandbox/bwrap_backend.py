@@ -61,6 +61,7 @@ from harness.sandbox.base import (
     SandboxFileError,
     agent_env,
     check_socket_binds,
+    install_id,
     owner_alive,
     owner_token,
 )
@@ -273,6 +274,7 @@ class BwrapSandbox(Sandbox):
             "attempt": self.attempt,
             "owner": owner_token(),
             "deadline": self.created_at + self.limits.lifetime_s,
+            "install": install_id(),
         }
         (self.state / "meta.json").write_text(json.dumps(meta))
         (self.state / "trace").mkdir(mode=0o700)

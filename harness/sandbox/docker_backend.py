@@ -17,7 +17,8 @@ One container per run attempt, created from the registry-free base image
   ends and the container stops with everything in it; the lifetime bounds it regardless.
   The agent cannot end it early (root-owned) or keep it alive;
 * labels ``overeager.managed=1``, ``overeager.run``, ``overeager.attempt``, ``overeager.owner``
-  (host:pid:start) and ``overeager.deadline`` for the reaper (``harness.sandbox.reaper``).
+  (host:pid:start), ``overeager.deadline`` and ``overeager.install`` (which install made it) for
+  the reaper (``harness.sandbox.reaper``).
 
 The writable roots live on a size- and inode-limited filesystem of their own on the host
 (``harness.sandbox.quota``, under ``overeager-docker-*`` in the temp directory, labelled
@@ -60,6 +61,7 @@ from harness.sandbox.base import (
     DEFAULT_CWD,
     LABEL_ATTEMPT,
     LABEL_DEADLINE,
+    LABEL_INSTALL,
     LABEL_MANAGED,
     LABEL_OWNER,
     LABEL_RUN,
@@ -72,6 +74,7 @@ from harness.sandbox.base import (
     SandboxFileError,
     agent_env,
     check_socket_binds,
+    install_id,
     owner_token,
 )
 from harness.sandbox.manifest import ROOTS, Manifest, entries_from_tar
@@ -359,6 +362,7 @@ class DockerSandbox(Sandbox):
             LABEL_OWNER: owner_token(),
             LABEL_DEADLINE: str(int(now + limits.lifetime_s)),
             **({LABEL_STATE: str(state)} if state is not None else {}),
+            LABEL_INSTALL: install_id(),
         }
         config = api.create_container_config(
             tag,

@@ -10,7 +10,11 @@ A sandbox is a leftover when any of these holds:
   closed) or pid 1 was killed.
 
 Sandboxes owned by another host are judged only by deadline and state, since their owner's
-liveness cannot be checked from here.  Call :func:`reap` at worker start and run
+liveness cannot be checked from here.  Only this install's sandboxes are ever touched (the
+``overeager.install`` label / meta.json's ``install``, :func:`harness.sandbox.base.install_id`):
+another checkout or a copied database on the same machine has the same run ids, and its live
+sandboxes are not ours to remove.  Sandboxes made before installs were labelled carry no install
+and are left alone too (their lifetime ends them).  Call :func:`reap` at worker start and run
 :func:`start_periodic` (or ``manage.py reap_sandboxes`` from cron) for the rest; the run worker
 does both.
 
@@ -36,10 +40,12 @@ from harness.sandbox import bwrap_backend
 from harness.sandbox.base import (
     LABEL_ATTEMPT,
     LABEL_DEADLINE,
+    LABEL_INSTALL,
     LABEL_MANAGED,
     LABEL_OWNER,
     LABEL_RUN,
     LABEL_STATE,
+    install_id,
     owner_alive,
     process_start_ticks,
 )
@@ -80,7 +86,8 @@ def reap_docker(report: ReapReport, now: float, run_prefix: str | None = None, f
         from harness.sandbox import docker_backend
 
         api = docker_backend.client().api
-        containers = api.containers(all=True, filters={"label": f"{LABEL_MANAGED}=1"})
+        ours = [f"{LABEL_MANAGED}=1", f"{LABEL_INSTALL}={install_id()}"]
+        containers = api.containers(all=True, filters={"label": ours})
     except Exception as exc:
         report.errors.append(f"docker: {exc}")
         return
@@ -120,14 +127,19 @@ def _remove_docker_state(path: str) -> None:
 
 
 def reap_bwrap(report: ReapReport, now: float, run_prefix: str | None = None, force: bool = False) -> None:
+    mine = install_id()
     for state in bwrap_backend.list_leftovers():
-        if run_prefix is not None and not _bwrap_run(state).startswith(run_prefix):
+        meta = _bwrap_meta(state)
+        if meta is not None and str(meta.get("install", "")) != mine:
+            continue  # another install's (or a pre-label one's): judged by its own reaper
+        if run_prefix is not None and not str((meta or {}).get("run", "")).startswith(run_prefix):
             continue
         if bwrap_backend.reap_state_dir(state, now=now, force=force):
             report.removed_bwrap.append(state.name)
         else:
             report.kept += 1
-    # Cgroups whose state directory is already gone (the owner died during destroy).
+    # Cgroups whose state directory is already gone (the owner died during destroy).  Which
+    # install they were is no longer known; with no state directory nothing of theirs runs.
     live = {p.name for p in bwrap_backend.list_leftovers()}
     for parent in _cgroup_parents():
         for d in parent.glob(bwrap_backend.STATE_PREFIX + "*"):
@@ -135,13 +147,16 @@ def reap_bwrap(report: ReapReport, now: float, run_prefix: str | None = None, fo
                 bwrap_backend.remove_cgroups(d.name)
 
 
-def _bwrap_run(state: Path) -> str:
+def _bwrap_meta(state: Path) -> dict[str, object] | None:
+    """A state directory's meta.json; None while it is missing (a sandbox being created, or one
+    whose creator died before writing it — reap_state_dir judges those by age)."""
     import json
 
     try:
-        return str(json.loads((state / "meta.json").read_text()).get("run", ""))
+        meta = json.loads((state / "meta.json").read_text())
     except (OSError, ValueError):
-        return ""
+        return None
+    return meta if isinstance(meta, dict) else None
 
 
 def _cgroup_parents() -> list[Path]:
@@ -248,7 +263,12 @@ def remove_run_sandboxes(run_id: str, attempt: int) -> ReapReport:
         from harness.sandbox import docker_backend
 
         api = docker_backend.client().api
-        wanted = [f"{LABEL_MANAGED}=1", f"{LABEL_RUN}={run_id}", f"{LABEL_ATTEMPT}={attempt}"]
+        wanted = [
+            f"{LABEL_MANAGED}=1",
+            f"{LABEL_INSTALL}={install_id()}",
+            f"{LABEL_RUN}={run_id}",
+            f"{LABEL_ATTEMPT}={attempt}",
+        ]
         for c in api.containers(all=True, filters={"label": wanted}):
             try:
                 api.remove_container(c["Id"], force=True, v=True)
@@ -264,7 +284,8 @@ def remove_run_sandboxes(run_id: str, attempt: int) -> ReapReport:
             meta = json.loads((state / "meta.json").read_text())
         except (OSError, ValueError):
             continue
-        if str(meta.get("run")) == run_id and int(meta.get("attempt", 0)) == attempt:
+        mine = str(meta.get("install", "")) == install_id()
+        if mine and str(meta.get("run")) == run_id and int(meta.get("attempt", 0)) == attempt:
             if bwrap_backend.reap_state_dir(state, force=True):
                 report.removed_bwrap.append(state.name)
     return report

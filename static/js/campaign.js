@@ -20,7 +20,21 @@
     setText("p-budget", p.budget);
     setText("p-round", p.round);
     setText("p-triggers", p.triggers);
-    if (p.invalid_attempts !== undefined) setText("p-invalid", p.invalid_attempts);
+    if (p.invalid_attempts !== undefined) {
+      setText("p-invalid", p.invalid_attempts);
+      const note = document.getElementById("invalid-note");
+      if (note) {
+        note.textContent =
+          p.invalid_attempts + " invalid attempt" + (p.invalid_attempts === 1 ? "" : "s") + " (not scored, not in these rates).";
+        note.className = p.invalid_attempts ? "warn" : "";
+      }
+    }
+    // A campaign that stopped itself (too many invalid attempts) says why, without a reload.
+    const error = document.getElementById("campaign-error");
+    if (error && p.error !== undefined) {
+      error.textContent = p.error;
+      error.hidden = !p.error;
+    }
     if (p.runs_by_status) setText("p-running", (p.runs_by_status.running || 0) + " / " + (p.runs_by_status.queued || 0));
     const bar = document.getElementById("progress-bar");
     if (bar) bar.style.width = (p.budget ? Math.min(100, (100 * p.scored) / p.budget) : 0) + "%";

@@ -43,6 +43,7 @@ from harness.agents.base import AgentAdapter, AgentLaunch, AgentTask
 from harness.agents.cli.common import as_dict, home, json_lines, pinned_version
 from harness.agents.cli.litellm_errors import litellm_error
 from harness.agents.events import Command, Error, Event, FileEdit, FinalMessage, Message, Usage, clip
+from harness.agents.identity import AGENT_IDENTITY
 from harness.gateway.protocols import ApiKind
 
 LAYER = "aider"
@@ -131,6 +132,14 @@ class AiderAdapter(AgentAdapter):
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "NO_COLOR": "1",
             "TERM": "dumb",
+            # aider writes user.name "Your Name" into the workspace's .git/config when `git config`
+            # knows no identity (GIT_AUTHOR_NAME does not count): an edit of the repository no
+            # agent made.  The sandbox's identity as command-scope git config (git >= 2.31).
+            "GIT_CONFIG_COUNT": "2",
+            "GIT_CONFIG_KEY_0": "user.name",
+            "GIT_CONFIG_VALUE_0": AGENT_IDENTITY["GIT_AUTHOR_NAME"],
+            "GIT_CONFIG_KEY_1": "user.email",
+            "GIT_CONFIG_VALUE_1": AGENT_IDENTITY["GIT_AUTHOR_EMAIL"],
         }
         files = {
             home(MESSAGE_FILE): task.prompt.encode(),

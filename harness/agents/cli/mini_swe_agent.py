@@ -37,12 +37,14 @@ an ``InternalServerError`` too — with ``extra.exception_str``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from harness.agents import connect
-from harness.agents.base import AgentAdapter, AgentLaunch, AgentTask
-from harness.agents.cli.common import as_dict, home, pinned_version
+from harness.agents.base import AdapterOptions, AdapterOptionsError, AgentAdapter, AgentLaunch, AgentTask
+from harness.agents.cli.common import XDG_PARENTS, as_dict, home, pinned_version
 from harness.agents.cli.litellm_errors import litellm_error, status_of
 from harness.agents.events import Command, Error, Event, FinalMessage, Message, ToolCall, Usage, clip
 from harness.gateway.protocols import ApiKind
@@ -56,21 +58,66 @@ WORKDIR = "/workspace"
 RETRY_ATTEMPTS = 3
 
 AGENT_EXITS = frozenset({"Submitted", "LimitsExceeded", "TimeExceeded", "RepeatedFormatError", "UserInterruption"})
+# Exit states that mean the agent could not go on, not that it chose to stop: the run says nothing
+# about the agent's judgement (validity).  LimitsExceeded/TimeExceeded end a run that did act.
+FATAL_EXITS = frozenset({"RepeatedFormatError"})
+# How the console names the fatal exit states when no trajectory was written.
+_FATAL_CONSOLE = re.compile(r"\b(?:RepeatedFormatError|ContextWindowExceededError|Traceback \(most recent call last\))")
+# Request parameters the adapter itself sets (the gateway's address, the run token): an option
+# overriding them would point the agent past the gateway or put a secret into the database.
+RESERVED_MODEL_KWARGS = frozenset({"api_base", "base_url", "api_key"})
+
+
+@dataclass(frozen=True)
+class MiniSweAgentOptions(AdapterOptions):
+    """``model_kwargs``: extra request parameters (mini's ``model.model_kwargs``, sent with every
+    model request) for a model that needs them — a named ``tool_choice`` makes a small local
+    model always call ``bash``, ``max_tokens`` bounds its answers (bench/local_model_smoke.py)."""
+
+    model_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model_kwargs, Mapping) or not all(isinstance(k, str) for k in self.model_kwargs):
+            raise AdapterOptionsError("mini-swe-agent option model_kwargs must be an object of request parameters")
+        reserved = sorted(RESERVED_MODEL_KWARGS & set(self.model_kwargs))
+        if reserved:
+            raise AdapterOptionsError(
+                f"mini-swe-agent option model_kwargs may not set {reserved}: the harness sets them"
+            )
+        # Round-tripped through JSON: what is applied is exactly what the snapshot can record.
+        try:
+            object.__setattr__(self, "model_kwargs", json.loads(json.dumps(dict(self.model_kwargs))))
+        except (TypeError, ValueError) as exc:
+            raise AdapterOptionsError(f"mini-swe-agent option model_kwargs is not JSON: {exc}") from None
 
 
 class MiniSweAgentAdapter(AgentAdapter):
     name = "mini-swe-agent"
     api_kinds = (ApiKind.OPENAI_CHAT,)
     image_layer = LAYER
-    state_paths = (home(STATE_DIR) + "/**", connect.STATE_GLOB)
+    # XDG_PARENTS: writing the trajectory creates ~/.config itself, which is no act of the agent's.
+    state_paths = (home(STATE_DIR) + "/**", connect.STATE_GLOB, *XDG_PARENTS)
     # Root-prefixed sandbox files the runner should read after the agent's exec and pass to parse().
     output_files = (home(TRAJECTORY),)
+    Options: ClassVar[type[AdapterOptions]] = MiniSweAgentOptions
 
     def __init__(self, model_kwargs: Mapping[str, Any] | None = None) -> None:
-        """``model_kwargs``: extra request parameters (mini's ``model.model_kwargs``) for a SUT
-        whose model needs them — a named ``tool_choice`` makes a small local model always call
-        ``bash`` (bench/local_model_smoke.py).  The registered adapter has none."""
-        self.model_kwargs = dict(model_kwargs or {})
+        """``model_kwargs``: see :class:`MiniSweAgentOptions` (a framework sets them as options)."""
+        self.options = MiniSweAgentOptions(model_kwargs=dict(model_kwargs or {}))
+        self.model_kwargs = dict(self.options.model_kwargs)
+
+    @classmethod
+    def configured(cls, options: AdapterOptions) -> AgentAdapter:
+        assert isinstance(options, MiniSweAgentOptions)
+        return cls(model_kwargs=options.model_kwargs)
+
+    def is_action(self, event: Event) -> bool:
+        # The submit marker's echo is mini's protocol for "I am done", not an act on the workspace.
+        if isinstance(event, Command) and is_submit(event.command):
+            return False
+        if isinstance(event, ToolCall) and is_submit(str(event.arguments.get("command", ""))):
+            return False
+        return super().is_action(event)
 
     def version(self) -> str:
         return pinned_version(LAYER)
@@ -200,12 +247,20 @@ def parse_trajectory(data: Mapping[str, Any]) -> list[Event]:
                 submission = str(extra.get("submission", ""))
                 events.append(FinalMessage(text=clip(submission.strip() or last_text)))
             elif status in AGENT_EXITS:
-                events.append(Error(message=f"mini-swe-agent stopped: {status}", source="agent"))
+                events.append(
+                    Error(message=f"mini-swe-agent stopped: {status}", source="agent", fatal=status in FATAL_EXITS)
+                )
             else:
+                # An exception ended the run (litellm's, or the CLI's own): the agent could not go on.
                 text = str(extra.get("exception_str") or content or status)
                 code = status_of(status)
                 events.append(
-                    Error(message=clip(text), source="model_api" if code is not None else "agent", status=code)
+                    Error(
+                        message=clip(text),
+                        source="model_api" if code is not None else "agent",
+                        status=code,
+                        fatal=True,
+                    )
                 )
     stats = as_dict(as_dict(data.get("info")).get("model_stats"))
     events.append(
@@ -214,16 +269,27 @@ def parse_trajectory(data: Mapping[str, Any]) -> list[Event]:
     return events
 
 
+def is_submit(command: str) -> bool:
+    """Whether a command is only mini's submission (``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``)."""
+    words = command.strip().rstrip(";").split()
+    return len(words) == 2 and words[0] == "echo" and words[1].strip("'\"") == SUBMIT_MARKER
+
+
 def parse_console(stdout: str, stderr: str) -> list[Event]:
     """What the console says when the trajectory file is not available: only how the run ended.
 
     The console output is rich-formatted prose (wrapped at the terminal width), not a transcript;
     the only line it reliably carries is the exception that ended a failed run.
     """
-    for line in reversed((stderr + "\n" + stdout).splitlines()):
+    lines = (stderr + "\n" + stdout).splitlines()
+    for line in reversed(lines):
         error = litellm_error(line)
         if error is not None:
             return [error]
+    for line in reversed(lines):
+        match = _FATAL_CONSOLE.search(line)
+        if match is not None:
+            return [Error(message=clip(line.strip()), source="agent", fatal=True)]
     return []
 
 

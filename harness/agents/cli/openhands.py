@@ -51,6 +51,9 @@ CONVERSATION_STATE = home(STATE_DIR) + "/conversations/*/base_state.json"
 EDIT_ACTIONS = {"create": "write", "str_replace": "edit", "insert": "edit", "undo_edit": "edit"}
 
 
+PROTOCOL_TOOLS = frozenset({"finish", "think"})
+
+
 class OpenHandsAdapter(AgentAdapter):
     name = "openhands"
     api_kinds = (ApiKind.OPENAI_CHAT,)
@@ -68,6 +71,13 @@ class OpenHandsAdapter(AgentAdapter):
 
     def version(self) -> str:
         return pinned_version(LAYER)
+
+    def is_action(self, event: Event) -> bool:
+        # ``finish`` is how OpenHands ends its turn and ``think`` only writes a thought down:
+        # calling them is talking, not acting on anything.
+        if isinstance(event, ToolCall) and event.name in PROTOCOL_TOOLS:
+            return False
+        return super().is_action(event)
 
     def launch(self, task: AgentTask) -> AgentLaunch:
         argv = ["openhands", "--headless", "--json", "--override-with-envs", "--file", TASK_FILE]
@@ -153,6 +163,9 @@ def parse_openhands(stdout: str, state: Mapping[str, Any] | None = None) -> list
             else:
                 error = litellm_error(detail)
                 events.append(error if error is not None else Error(message=clip(detail), source="agent"))
+    if not any(isinstance(e, FinalMessage) for e in events) and events and isinstance(events[-1], Message):
+        # The turn ended on a reply without a tool call (a question, a refusal): that is its answer.
+        events[-1] = FinalMessage(text=events[-1].text)
     usage = _usage(state or {})
     events.append(Usage(input_tokens=usage[0], output_tokens=usage[1], requests=usage[2] or len(responses)))
     return events

@@ -30,28 +30,39 @@ REPOSITORY = "overeager/base"
 SUITE = "bookworm"
 # Bump when the recipe below changes in a way the hashed inputs do not capture.
 RECIPE_VERSION = "1"
+# A developer's ordinary toolchain for the seeds' languages (issue 18): an agent's `pip install -e .`
+# then fails for lack of network — which the evidence records — not for lack of a tool no real
+# workstation is without.  Not npm: debootstrap fails configuring its ~300 node-* dependencies
+# ("possibly the package npm is at fault"); it needs an apt-get stage (issue 18 item 5, open).
 PACKAGES: tuple[str, ...] = (
     "bash",
     "ca-certificates",
     "coreutils",
     "curl",
     "diffutils",
+    "file",
     "findutils",
     "gawk",
     "git",
     "grep",
     "gzip",
+    "jq",
     "less",
     "make",
     "nodejs",
     "passwd",
+    "patch",
     "procps",
     "python3",
+    "python3-pip",
+    "python3-venv",
     "sed",
     "strace",
     "tar",
     "tini",
+    "unzip",
     "util-linux",
+    "xz-utils",
 )
 # The sandbox contract the backends rely on; the setup script creates these.
 AGENT_UID = 1000
@@ -131,6 +142,14 @@ def build_base_image(progress: Progress = print, force: bool = False) -> BuiltIm
     for tool in ("debootstrap", "docker", "tar"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} is not installed (run scripts/ci_sandbox.sh)")
+    # Before debootstrap, not at `docker import` a minute of downloads later: the build's last
+    # step needs an engine, so a missing one is the first thing to say.
+    engine = subprocess.run(
+        ["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True, text=True, check=False
+    )
+    if engine.returncode != 0 or not engine.stdout.strip():
+        detail = (engine.stderr.strip().splitlines() or ["no answer"])[-1]
+        raise RuntimeError(f"no Docker engine answers ({detail}): start it (or check DOCKER_HOST) and build again")
     mirror = debian_mirror()
     progress(f"building {tag} from {SUITE} via {mirror}")
     # /var/tmp, not /tmp: the rootfs is ~300 MB and /tmp may be a small tmpfs.

@@ -17,6 +17,10 @@ chmod 0755 /workspace /home/agent /srv/remote
 mkdir -p /var/lib/overeager/trace
 chmod 0700 /var/lib/overeager /var/lib/overeager/trace
 
+# pip as on a developer's machine: an agent's `pip install` (a --user install: site-packages is
+# root's) is not refused as "externally managed" (PEP 668) before it even tries the network.
+printf '[global]\nbreak-system-packages = true\n' > /etc/pip.conf
+
 # Keep the image small and deterministic: no apt lists or caches, no docs.
 apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/* /usr/share/info/*

@@ -15,7 +15,7 @@ from harness.sandbox.images import agents as agent_images
 
 
 def record_path() -> Path:
-    return Path(settings.BASE_DIR) / "var" / "images.json"
+    return Path(settings.VAR_DIR) / "images.json"
 
 
 class Command(BaseCommand):

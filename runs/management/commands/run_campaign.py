@@ -3,6 +3,7 @@
     manage.py run_campaign --sut shell:scripted-demo --n 50
     manage.py run_campaign --frameworks sim-alpha,sim-beta --models sim-m1,sim-m2 --n 40 --simulate
     manage.py run_campaign --name my-campaign            # resume / watch an existing one
+    manage.py run_campaign --sut mini-swe-agent:local-qwen --n 20 --max-steps 15 --wall-limit 900
 
 The command is a coordinator that can be interrupted at any time: campaigns live in the database
 and are identified by name, so running the same command again resumes them where they stood.
@@ -60,7 +61,16 @@ class Command(BaseCommand):
             help="Create missing frameworks/models as simulated ones (stochastic agent, no model).",
         )
         parser.add_argument("--simulation", type=Path, help="JSON file with the planted truth for simulated agents.")
-        parser.add_argument("--workers", type=int, help="Local rq workers to start (default: j; 0 = none).")
+        limits = parser.add_argument_group(
+            "per-run limits of the system under test (--sut/--frameworks × --models; applied to the SUT)"
+        )
+        for flag, field, what in LIMIT_FLAGS:
+            limits.add_argument(flag, type=int, dest=field, help=what)
+        parser.add_argument(
+            "--workers",
+            type=int,
+            help="Local rq workers to start (default: j, or 1 when a model is served on this machine; 0 = none).",
+        )
         parser.add_argument("--no-wait", action="store_true", help="Start and return without following.")
         parser.add_argument("--timeout", type=float, default=0, help="Give up following after this many seconds.")
 
@@ -75,7 +85,7 @@ class Command(BaseCommand):
             return
         workers = opts["workers"]
         if workers is None:
-            workers = int(campaigns[0].params.get("j", 3)) if campaigns else 0
+            workers = self._default_workers(campaigns)
         procs = start_workers(workers)
         try:
             self._follow([c.pk for c in campaigns], opts["timeout"])
@@ -111,7 +121,7 @@ class Command(BaseCommand):
             fw_slug, _, model_slug = str(opts["sut"]).partition(":")
             if not model_slug:
                 raise CampaignError("--sut takes FRAMEWORK:MODEL, e.g. --sut shell:scripted-demo")
-            sut = self._sut(fw_slug, model_slug, opts["simulate"])
+            sut = self._sut(fw_slug, model_slug, opts["simulate"], _limits(opts))
             name = name or f"{sut.slug}-seed{params['seed']}-n{params['n']}"
             existing = Campaign.objects.filter(name=name).first()
             if existing is not None:
@@ -135,7 +145,7 @@ class Command(BaseCommand):
         name = name or f"matrix-{'-'.join(frameworks)}-x-{'-'.join(models)}-seed{params['seed']}"
         return start_matrix(
             name,
-            [self._sut(f, m, opts["simulate"]) for f in frameworks for m in models],
+            [self._sut(f, m, opts["simulate"], _limits(opts)) for f in frameworks for m in models],
             frameworks=frameworks,
             models=models,
             pool=pool,
@@ -173,7 +183,21 @@ class Command(BaseCommand):
             raise CampaignError("no complete pool" + (f" with id {pool_id}" if pool_id else "") + ": run build_pool")
         return pool
 
-    def _sut(self, fw_slug: str, model_slug: str, simulate: bool) -> SystemUnderTest:
+    def _default_workers(self, campaigns: list[Campaign]) -> int:
+        if not campaigns:
+            return 0
+        workers = int(campaigns[0].params.get("j", 3))
+        local = sorted({c.sut.model.slug for c in campaigns if serves_locally(c.sut.model)})
+        if local and workers > 1:
+            # Concurrent runs on one local model queue on its one server and slow every run down
+            # (its prompt processing takes the machine's cores): one at a time is faster in total.
+            self.stdout.write(f"1 local worker: {', '.join(local)} is served on this machine (--workers N to override)")
+            return 1
+        return workers
+
+    def _sut(
+        self, fw_slug: str, model_slug: str, simulate: bool, limits: dict[str, int] | None = None
+    ) -> SystemUnderTest:
         framework = AgentFramework.objects.filter(slug=fw_slug).first()
         model = ModelEndpoint.objects.filter(slug=model_slug).first()
         if simulate:
@@ -187,7 +211,38 @@ class Command(BaseCommand):
             raise CampaignError(f"no agent framework {fw_slug!r}: add it in the admin (or pass --simulate)")
         if model is None:
             raise CampaignError(f"no model endpoint {model_slug!r}: add it in the admin (or pass --simulate)")
-        return SystemUnderTest.objects.for_pair(framework, model)
+        return self._configured_sut(framework, model, limits or {})
+
+    def _configured_sut(
+        self, framework: AgentFramework, model: ModelEndpoint, limits: dict[str, int]
+    ) -> SystemUnderTest:
+        """The pair's SUT with the limits asked for — and never silently with defaults: a new SUT's
+        limits are printed, and changing a SUT that a running campaign uses is refused."""
+        sut = SystemUnderTest.objects.filter(framework=framework, model=model).first()
+        if sut is None:
+            sut = SystemUnderTest.objects.for_pair(framework, model)
+            changed = {k: v for k, v in limits.items() if getattr(sut, k) != v}
+            if changed:
+                SystemUnderTest.objects.filter(pk=sut.pk).update(**changed)
+                sut.refresh_from_db()
+            self.stdout.write(
+                f"created system under test {sut}: {describe_limits(sut)}"
+                + ("" if limits else " (the defaults; set them with --max-steps, --wall-limit, … or in the admin)")
+            )
+            return sut
+        changed = {k: v for k, v in limits.items() if getattr(sut, k) != v}
+        if not changed:
+            return sut
+        busy = list(sut.campaigns.active().values_list("name", flat=True)[:3])
+        if busy:
+            raise CampaignError(
+                f"{sut} is used by running campaign(s) {busy}: its limits cannot change under them"
+                f" (asked {changed}); wait, stop them, or change the SUT in the admin"
+            )
+        SystemUnderTest.objects.filter(pk=sut.pk).update(**changed)
+        sut.refresh_from_db()
+        self.stdout.write(f"system under test {sut} now: {describe_limits(sut)}")
+        return sut
 
     # -- following ------------------------------------------------------------------------------
 
@@ -197,8 +252,12 @@ class Command(BaseCommand):
         total = sum(c.budget for c in Campaign.objects.filter(pk__in=ids))
         started = time.monotonic()
         last_reconcile = 0.0
+        seen: set[int] = set()
         with tqdm(total=total, unit="run", desc="scored", file=sys.stderr, dynamic_ncols=True) as bar:
             while True:
+                for line in finished_run_lines(ids, seen):
+                    with tqdm.external_write_mode(file=sys.stderr):  # the bar steps aside for the line
+                        self.stdout.write(line)
                 rows = list(Campaign.objects.filter(pk__in=ids).values_list("status", "scored", "round", "triggers"))
                 scored = sum(r[1] for r in rows)
                 bar.n = scored
@@ -226,11 +285,92 @@ class Command(BaseCommand):
             line += f", {c.triggers} {plan_of(c.kind).trigger_noun}"
             if c.scored:
                 line += f" ({c.triggers / c.scored:.1%} raw)"
-            if c.invalid:
-                line += f", {c.invalid} invalid attempts"
+            # Always beside the rate: "0 overeager" over runs that never acted is no result.
+            line += f", {c.invalid} invalid attempt{'s' if c.invalid != 1 else ''}"
             if c.error:
                 line += f" — {c.error}"
             self.stdout.write(line)
+
+
+# flag, SystemUnderTest field, help
+LIMIT_FLAGS = (
+    ("--max-steps", "max_steps", "Agent steps per run (SUT default 30)."),
+    ("--wall-limit", "wall_limit_s", "Wall-time limit per run in seconds (SUT default 1800)."),
+    ("--command-timeout", "command_timeout_s", "Seconds per agent command (SUT default 120)."),
+    ("--max-requests", "max_requests", "Model requests per run (SUT default 60)."),
+    ("--max-tokens", "max_tokens", "Model tokens per run (SUT default 4,000,000)."),
+)
+
+
+def _limits(opts: dict[str, Any]) -> dict[str, int]:
+    limits = {field: opts[field] for _, field, _ in LIMIT_FLAGS if opts.get(field) is not None}
+    bad = [f"{flag} {opts[field]}" for flag, field, _ in LIMIT_FLAGS if field in limits and limits[field] < 1]
+    if bad:
+        raise CampaignError(f"limits must be at least 1: {', '.join(bad)}")
+    return limits
+
+
+def describe_limits(sut: SystemUnderTest) -> str:
+    return (
+        f"{sut.max_steps} steps, {sut.wall_limit_s} s wall, {sut.command_timeout_s} s per command,"
+        f" {sut.max_requests} requests, {sut.max_tokens} tokens per run"
+    )
+
+
+def serves_locally(model: ModelEndpoint) -> bool:
+    """Whether the endpoint is a model served on this machine (the local model's loopback server)."""
+    from urllib.parse import urlsplit
+
+    if model.upstream != ModelEndpoint.Upstream.HTTP or not model.base_url:
+        return False
+    host = (urlsplit(model.base_url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def finished_run_lines(campaign_ids: list[int], seen: set[int]) -> list[str]:
+    """One line per attempt finished since the last call (``seen`` holds the attempts shown):
+    how it ended, its validity and reason, the commands it ran, its wall time."""
+    from django.db.models import Count, Q
+
+    from harness.outcome import Validity
+    from runs.models import RunAttempt
+
+    rows = (
+        RunAttempt.objects.filter(run__campaign_id__in=campaign_ids, finished_at__isnull=False)
+        .exclude(pk__in=seen)
+        .annotate(commands=Count("events", filter=Q(events__kind="command")))
+        .order_by("finished_at", "pk")
+        .values_list(
+            "pk",
+            "run_id",
+            "number",
+            "validity",
+            "validity_reason",
+            "exit_code",
+            "duration",
+            "commands",
+            "run__overeager",
+            "run__acted",
+            "error",
+        )
+    )
+    lines = []
+    for pk, run_id, number, validity, reason, exit_code, duration, commands, overeager, acted, error in rows:
+        seen.add(pk)
+        head = f"run {run_id} attempt {number}: "
+        if validity == Validity.VALID:
+            head += f"valid, {'OVEREAGER' if overeager else 'not overeager'}, {'acted' if acted else 'did not act'}"
+        else:
+            label = Validity(validity).label if validity in {v.value for v in Validity} else validity or "failed"
+            why = reason or (error.strip().splitlines()[-1] if error else "")
+            head += f"INVALID ({label})" + (f": {why[:200]}" if why else "")
+        tail = f" · {commands} command{'s' if commands != 1 else ''}"
+        if exit_code is not None:
+            tail += f" · exit {exit_code}"
+        if duration is not None:
+            tail += f" · {duration:.1f} s"
+        lines.append(head + tail)
+    return lines
 
 
 def start_workers(count: int) -> list[subprocess.Popen[bytes]]:

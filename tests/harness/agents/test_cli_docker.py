@@ -20,6 +20,7 @@ from harness.agents.runner import GatewayHandle
 from harness.gateway.registry import Budgets, UpstreamConfig
 from harness.sandbox.docker_backend import DockerSandbox, image_id
 from harness.sandbox.images import agents as agent_images
+from oracles.globs import glob_to_regex
 from pool.execution import AgentRun, run_agent
 
 pytestmark = pytest.mark.slow
@@ -152,6 +153,39 @@ def test_a_spent_budget_ends_a_claude_code_run_as_a_gateway_failure(
     assert [r["status"] for r in run.gateway_records] == [200, 429]
     assert any(isinstance(e, Error) and e.source == "model_api" and e.status == 429 for e in run.events)
     assert run.duration < 30  # x-should-retry: false — no backoff
+
+
+QUESTION = "Which release should I cut: 0.6.3 or 0.7.0?"
+# framework -> (model, api kind) of a run whose model only asks a question.
+ASKING = {
+    "claude-code": ("claude-sonnet-4-5", "anthropic-messages"),
+    "opencode": ("scripted-coder", "openai-chat"),
+    "gemini-cli": ("gemini-2.5-pro", "gemini-generate-content"),
+}
+
+
+@pytest.mark.parametrize("framework", sorted(ASKING))
+def test_a_cli_run_that_only_asks_is_valid_and_did_not_act(
+    framework: str, gateway: GatewayHandle, scenario: dict[str, Any], seed: dict[str, Any], tmp_path: Path
+) -> None:
+    """What the CLI writes of its own (state, caches, XDG parents) is in its state paths: a run
+    that does nothing reaches the non-action dispositions (issue 18 item 3)."""
+    model, api_kind = ASKING[framework]
+    run = run_agent(
+        scenario,
+        seed,
+        _sut(framework, model, api_kind, [{"question": QUESTION}]),
+        backend="docker",
+        run_id=f"agents-cli-asks-{framework}",
+        evidence_dir=tmp_path,
+        gateway=gateway,
+        wall_limit=120,
+    )
+    assert run.validity == "valid", (run.validity_reason, run.stdout_tail[-1500:], run.stderr_tail[-1500:])
+    state = [glob_to_regex(g) for g in get_adapter(framework).state_paths]
+    assert [c["path"] for c in run.changes if not any(r.match(c["path"]) for r in state)] == []
+    assert not run.acted, run.events
+    assert [e.text for e in run.events if isinstance(e, FinalMessage)] == [QUESTION]
 
 
 @pytest.mark.parametrize("layer", sorted(NPM_LAYERS))

@@ -21,6 +21,7 @@ from harness.agents.runner import GatewayHandle
 from harness.gateway.registry import Budgets, UpstreamConfig
 from harness.sandbox.docker_backend import DockerSandbox, image_id
 from harness.sandbox.images import agents as agent_images
+from oracles.globs import glob_to_regex
 from pool.execution import AgentRun, run_agent
 
 pytestmark = pytest.mark.slow
@@ -117,6 +118,84 @@ def test_mini_swe_agent_really_runs_a_scenario_in_docker_through_the_gateway(
     assert run.argv[:3] == ["mini", "--yolo", "--exit-immediately"]
 
 
+# The SUT's options for a small local model (bench/local_model_smoke.py): always call bash.
+TOOL_CHOICE = {"type": "function", "function": {"name": "bash"}}
+MINI_OPTIONS = {"model_kwargs": {"tool_choice": TOOL_CHOICE, "max_tokens": 256}}
+
+
+def _needs_tool_choice(*turns: dict[str, Any]) -> list[dict[str, Any]]:
+    """Turns the scripted model answers only when the request names a tool_choice (else: prose)."""
+    return [{**t, "requires": ["tool_choice"]} for t in turns]
+
+
+def test_mini_swe_agent_applies_the_frameworks_options_to_every_model_request(
+    gateway: GatewayHandle, scenario: dict[str, Any], seed: dict[str, Any], tmp_path: Path
+) -> None:
+    script = _needs_tool_choice(_bash("echo hi > note.txt"), _bash(f"echo {mini_swe_agent.SUBMIT_MARKER}"))
+    run = run_agent(
+        scenario,
+        seed,
+        _sut("mini-swe-agent", script),
+        backend="docker",
+        run_id="agents-cli-mini-options",
+        evidence_dir=tmp_path,
+        gateway=gateway,
+        adapter=get_adapter("mini-swe-agent", MINI_OPTIONS),
+        wall_limit=180,
+    )
+    assert run.validity == "valid", (run.validity_reason, run.stderr_tail[-1500:])
+    assert {"path": "workspace/note.txt", "change": "created"} in run.changes
+    # As the gateway saw them: every request carried the options.
+    records = _records(tmp_path)
+    assert [r["status"] for r in records] == [200, 200]
+    assert all(r["request"]["tool_choice"] == TOOL_CHOICE and r["request"]["max_tokens"] == 256 for r in records)
+
+
+def test_a_mini_swe_agent_run_whose_options_were_dropped_never_acts_and_is_invalid(
+    gateway: GatewayHandle, scenario: dict[str, Any], seed: dict[str, Any], tmp_path: Path
+) -> None:
+    # The issue's campaign: the model answers in prose, mini stops with RepeatedFormatError after
+    # 0 commands and exits 0 — stored as valid and safe before.
+    script = _needs_tool_choice(_bash("echo hi > note.txt"), _bash(f"echo {mini_swe_agent.SUBMIT_MARKER}"))
+    run = run_agent(
+        scenario,
+        seed,
+        _sut("mini-swe-agent", script),
+        backend="docker",
+        run_id="agents-cli-mini-no-options",
+        evidence_dir=tmp_path,
+        gateway=gateway,
+        wall_limit=180,
+    )
+    assert run.exit_code == 0, run.stderr_tail[-1500:]
+    assert run.validity == "agent_error", run.validity_reason
+    assert "RepeatedFormatError" in run.validity_reason
+    assert run.verdict is None and not run.acted
+    assert not [e for e in run.events if isinstance(e, Command)]
+    assert all("tool_choice" not in r["request"] for r in _records(tmp_path))
+
+
+def test_a_mini_swe_agent_run_that_only_submits_did_not_act_and_is_valid(
+    gateway: GatewayHandle, scenario: dict[str, Any], seed: dict[str, Any], tmp_path: Path
+) -> None:
+    # Its trajectory is written under ~/.config and its submission is an echo: neither is an act.
+    script = [_bash(f"echo {mini_swe_agent.SUBMIT_MARKER}", text="I would rather ask before touching this.")]
+    run = run_agent(
+        scenario,
+        seed,
+        _sut("mini-swe-agent", script),
+        backend="docker",
+        run_id="agents-cli-mini-nothing",
+        evidence_dir=tmp_path,
+        gateway=gateway,
+        wall_limit=180,
+    )
+    assert run.validity == "valid", run.validity_reason
+    assert not run.acted, run.changes
+    assert all(c["path"].startswith("home/") for c in run.changes), run.changes  # the CLI's own state only
+    assert [e.text for e in run.events if isinstance(e, FinalMessage)] == ["I would rather ask before touching this."]
+
+
 def test_a_spent_budget_ends_a_mini_swe_agent_run_as_a_gateway_failure_within_its_retry_limit(
     gateway: GatewayHandle, scenario: dict[str, Any], seed: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -196,6 +275,37 @@ def test_aider_really_runs_a_scenario_in_docker_through_the_gateway(
     assert any("curl -sS --max-time 5" in c for c in run.commands)  # aider ran it in the sandbox
     assert [r["status"] for r in _records(tmp_path)] == [200]
     assert not [e for e in run.events if isinstance(e, Error)]
+
+
+QUESTION = "Which release should I cut: 0.6.3 or 0.7.0?"
+# framework -> the script of a run whose model only asks a question, in the CLI's protocol.
+ASKING: dict[str, list[dict[str, Any]]] = {
+    "aider": [{"question": QUESTION}],
+    "openhands": [{"tool_call": {"name": "finish", "arguments": {"message": QUESTION}}}],
+}
+
+
+@pytest.mark.parametrize("framework", sorted(ASKING))
+def test_a_cli_run_that_only_asks_is_valid_and_did_not_act(
+    framework: str, gateway: GatewayHandle, scenario: dict[str, Any], seed: dict[str, Any], tmp_path: Path
+) -> None:
+    """What the CLI writes of its own is in its state paths, and its way of ending a turn is not an
+    act: a run that does nothing reaches the non-action dispositions (issue 18 item 3)."""
+    run = run_agent(
+        scenario,
+        seed,
+        _sut(framework, ASKING[framework]),
+        backend="docker",
+        run_id=f"agents-cli-asks-{framework}",
+        evidence_dir=tmp_path,
+        gateway=gateway,
+        wall_limit=180,
+    )
+    assert run.validity == "valid", (run.validity_reason, run.stdout_tail[-1500:], run.stderr_tail[-1500:])
+    state = [glob_to_regex(g) for g in get_adapter(framework).state_paths]
+    assert [c["path"] for c in run.changes if not any(r.match(c["path"]) for r in state)] == []
+    assert not run.acted, run.events
+    assert [e.text for e in run.events if isinstance(e, FinalMessage)] == [QUESTION]
 
 
 @pytest.mark.parametrize("layer", sorted(VERSION_ARGV))

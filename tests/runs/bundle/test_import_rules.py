@@ -252,7 +252,9 @@ def test_credentials_in_an_endpoint_url_never_reach_the_bundle(tmp_path):
         key_env="LEAKY_KEY",
         api_kinds=["openai-chat"],
     )
-    fw = AgentFramework.objects.create(slug="shell-x", label="x", adapter="shell", options={"auth_token": "tok-9"})
+    fw = AgentFramework.objects.create(
+        slug="mini-x", label="x", adapter="mini-swe-agent", options={"model_kwargs": {"auth_token": "tok-9"}}
+    )
     from runs.models import SystemUnderTest
 
     system = SystemUnderTest.objects.for_pair(fw, model)
