@@ -111,7 +111,7 @@ def reap_docker(report: ReapReport, now: float, run_prefix: str | None = None, f
         _remove_docker_state(labels.get(LABEL_STATE, ""))
     # State directories whose container never came to be or is gone (owner died in between).
     for state in sorted(Path(tempfile.gettempdir()).glob(docker_backend.STATE_PREFIX + "*")):
-        if run_prefix is not None and not _bwrap_run(state).startswith(run_prefix):
+        if run_prefix is not None and not str((_bwrap_meta(state) or {}).get("run", "")).startswith(run_prefix):
             continue
         if bwrap_backend.reap_state_dir(state, now=now, force=force):
             report.removed_docker_state.append(state.name)
