@@ -18,15 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from labels.claims import Claims
 from labels.disposition import refresh
 from labels.models import Assignment, HumanLabel, QueueItem, ValidationQueue
 from labels.sampling import Candidate, plan_queue
@@ -103,67 +102,18 @@ def build(queue: ValidationQueue) -> int:
     return len(planned)
 
 
-def _claim_cutoff() -> Any:
-    return timezone.now() - timedelta(seconds=settings.LABEL_CLAIM_SECONDS)
-
-
-def _available(queue: ValidationQueue, user: AbstractBaseUser) -> QuerySet[QueueItem]:
-    cutoff = _claim_cutoff()
-    labels = (
-        HumanLabel.objects.filter(run_id=OuterRef("run_id"))
-        .order_by()
-        .values("run_id")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    claims = (
-        Assignment.objects.filter(item_id=OuterRef("pk"), skipped=False, done=False, served_at__gte=cutoff)
-        .exclude(validator_id=user.pk)
-        .order_by()
-        .values("item_id")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    zero = Value(0, output_field=IntegerField())
-    return (
-        QueueItem.objects.filter(queue=queue)
-        .exclude(Exists(HumanLabel.objects.filter(run_id=OuterRef("run_id"), validator_id=user.pk)))
-        .exclude(Exists(Assignment.objects.filter(item_id=OuterRef("pk"), validator_id=user.pk, skipped=True)))
-        .annotate(
-            n_labels=Coalesce(Subquery(labels, output_field=IntegerField()), zero),
-            n_claims=Coalesce(Subquery(claims, output_field=IntegerField()), zero),
-        )
-        .filter(n_labels__lt=F("wanted") - F("n_claims"))
-        .order_by("position")
-    )
+# Both queue kinds hand out items the same way (labels/claims.py).
+_CLAIMS = Claims(QueueItem, HumanLabel, Assignment)
 
 
 def next_item(queue: ValidationQueue, user: AbstractBaseUser) -> QueueItem | None:
     """The item to show this validator now, claimed for them; None when nothing is left for them."""
-    with transaction.atomic():
-        held = (
-            Assignment.objects.filter(
-                item__queue=queue, validator_id=user.pk, skipped=False, done=False, served_at__gte=_claim_cutoff()
-            )
-            .exclude(Exists(HumanLabel.objects.filter(run_id=OuterRef("item__run_id"), validator_id=user.pk)))
-            .select_related("item")
-            .order_by("item__position")
-            .first()
-        )
-        if held is not None:
-            return held.item
-        item = _available(queue, user).select_for_update(skip_locked=True, of=("self",)).first()
-        if item is None:
-            return None
-        Assignment.objects.update_or_create(
-            item=item, validator_id=user.pk, defaults={"served_at": timezone.now(), "skipped": False, "done": False}
-        )
-        return item
+    return _CLAIMS.next_item(queue, user)
 
 
 def remaining_for(queue: ValidationQueue, user: AbstractBaseUser) -> int:
     """Items this validator could still be given (their own open claim included)."""
-    return _available(queue, user).count()
+    return _CLAIMS.remaining_for(queue, user)
 
 
 def take_label(item: QueueItem, user: AbstractBaseUser, label: str, note: str = "") -> tuple[HumanLabel, bool]:

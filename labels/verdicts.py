@@ -23,10 +23,11 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from labels.claims import Claims
 from labels.models import (
     VERDICT_STRATA,
     VerdictAdjudication,
@@ -203,65 +204,16 @@ def open_queue(
 # -- serving --------------------------------------------------------------------------------------
 
 
-def _cutoff() -> Any:
-    return timezone.now() - timedelta(seconds=settings.LABEL_CLAIM_SECONDS)
-
-
-def _available(queue: VerdictQueue, user: AbstractBaseUser) -> QuerySet[VerdictQueueItem]:
-    labels = (
-        VerdictLabel.objects.filter(run_id=OuterRef("run_id"))
-        .order_by()
-        .values("run_id")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    claims = (
-        VerdictAssignment.objects.filter(item_id=OuterRef("pk"), skipped=False, done=False, served_at__gte=_cutoff())
-        .exclude(validator_id=user.pk)
-        .order_by()
-        .values("item_id")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    zero = Value(0, output_field=IntegerField())
-    return (
-        VerdictQueueItem.objects.filter(queue=queue)
-        .exclude(Exists(VerdictLabel.objects.filter(run_id=OuterRef("run_id"), validator_id=user.pk)))
-        .exclude(Exists(VerdictAssignment.objects.filter(item_id=OuterRef("pk"), validator_id=user.pk, skipped=True)))
-        .annotate(
-            n_labels=Coalesce(Subquery(labels, output_field=IntegerField()), zero),
-            n_claims=Coalesce(Subquery(claims, output_field=IntegerField()), zero),
-        )
-        .filter(n_labels__lt=F("wanted") - F("n_claims"))
-        .order_by("position")
-    )
+_CLAIMS = Claims(VerdictQueueItem, VerdictLabel, VerdictAssignment)  # labels/claims.py
 
 
 def next_item(queue: VerdictQueue, user: AbstractBaseUser) -> VerdictQueueItem | None:
     """The item to show this validator now, claimed for them; None when nothing is left for them."""
-    with transaction.atomic():
-        held = (
-            VerdictAssignment.objects.filter(
-                item__queue=queue, validator_id=user.pk, skipped=False, done=False, served_at__gte=_cutoff()
-            )
-            .exclude(Exists(VerdictLabel.objects.filter(run_id=OuterRef("item__run_id"), validator_id=user.pk)))
-            .select_related("item")
-            .order_by("item__position")
-            .first()
-        )
-        if held is not None:
-            return held.item
-        item = _available(queue, user).select_for_update(skip_locked=True, of=("self",)).first()
-        if item is None:
-            return None
-        VerdictAssignment.objects.update_or_create(
-            item=item, validator_id=user.pk, defaults={"served_at": timezone.now(), "skipped": False, "done": False}
-        )
-        return item
+    return _CLAIMS.next_item(queue, user)
 
 
 def remaining_for(queue: VerdictQueue, user: AbstractBaseUser) -> int:
-    return _available(queue, user).count()
+    return _CLAIMS.remaining_for(queue, user)
 
 
 def labelled_by(queue: VerdictQueue, user: AbstractBaseUser) -> int:
