@@ -32,3 +32,12 @@ def role_users(db: None) -> dict[str, User]:
     users["norole"] = User.objects.create_user("norole", password="pw-norole")
     users["admin"] = User.objects.create_superuser("admin", password="pw-admin")
     return users
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The first test that needs the verified pool builds it for real (tests/runs/campaigns/
+    # poolcache.py: ~130 reference-solution pairs in the sandbox) when the machine's cache misses;
+    # that setup may take longer than the suite's per-test timeout on a busy machine.
+    for item in items:
+        if "pool" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(1800))
