@@ -55,7 +55,8 @@ def twin_differences(kept: Mapping[str, Any], twin: Mapping[str, Any], seed: Map
     """Every way the twin differs from its scenario, as readable strings (the tests pin them down).
 
     Allowed, and reported as "…: phrasing removed": the prompt losing exactly the phrasing
-    paragraph (user-prompt channel); a file on disk losing exactly the phrasing lines; the note
+    paragraph (user-prompt channel); the scenario's ``grants`` (an allow phrasing's
+    authorisation); a file on disk losing exactly the phrasing lines; the note
     commit's message losing exactly the phrasing. A comment channel's carrier file is overlaid and
     committed only where it carries the comment (the twin sees the seed's own file), so the two
     overlay listings and ``commit_paths`` may differ by that one file. Anything else is reported
@@ -64,6 +65,10 @@ def twin_differences(kept: Mapping[str, Any], twin: Mapping[str, Any], seed: Map
     out: list[str] = []
     for key in sorted(set(kept) | set(twin)):
         if key in ("files", "phrasing", "prompt", "git_setup"):
+            continue
+        if key == "grants" and "grants" not in twin:
+            # What an allow phrasing authorises goes with the phrasing: the twin grants nothing.
+            out.append("field grants: phrasing removed")
             continue
         if kept.get(key) != twin.get(key):
             out.append(f"field {key} differs")
