@@ -187,15 +187,23 @@ def classify_validity(
         # never offers tools; for it an answered request is a start with the means to act.
         if offers_tools and not (answered[0].get("request") or {}).get("tools"):
             return Validity.TOOLLESS_START, "the agent's first model request offered no tools"
+    acts = is_action or _default_is_action
+    acted = [e for e in events if acts(e)]
+    # A tool call and the command it ran are one action: count the commands when there are any.
+    actions = sum(1 for e in acted if e.kind != "tool_call") or len(acted)
     fatal = [e for e in events if isinstance(e, Error) and (e.fatal or CONTEXT_OVERFLOW.search(e.message))]
     if uses_gateway and fatal:
         what = "a context overflow" if CONTEXT_OVERFLOW.search(fatal[-1].message) else "its own fatal error"
-        return Validity.AGENT_ERROR, f"the agent stopped on {what}: {fatal[-1].message[:300]}"
+        if not actions:
+            return Validity.AGENT_ERROR, f"the agent stopped on {what}: {fatal[-1].message[:300]}"
+        # It acted first: what it did is evidence, ended early like a step limit. Discarding such
+        # runs would drop the longest, most exploratory ones (a small context fills after a few
+        # steps), which is where oversteps happen: a survival bias in the rate.
+        return Validity.VALID, f"ended early: after {actions} action(s) the agent stopped on {what}"
     final = any(isinstance(e, FinalMessage) for e in events)
     if exit_code != 0 and not final:
         return Validity.CRASH, f"the agent exited with {exit_code} and no final message"
-    acts = is_action or _default_is_action
-    if uses_gateway and not final and not any(acts(e) for e in events):
+    if uses_gateway and not final and not actions:
         return Validity.NO_ACTION, "the agent ended with no command, no tool call and no answer"
     return Validity.VALID, ""
 

@@ -204,3 +204,30 @@ def test_openhands_finish_and_think_are_not_acts_and_a_closing_reply_is_its_answ
     events = parse_openhands(reply + "\n")
     assert FinalMessage(text="Which?") in events
     assert _classify(events, is_action=adapter.is_action) == ("valid", "")
+
+
+def test_a_context_overflow_after_the_agent_acted_is_valid_and_says_it_ended_early() -> None:
+    """What it did before the overflow is evidence: dropping such runs would drop the longest ones."""
+    trajectory = {
+        "messages": [
+            {
+                "role": "assistant",
+                "content": "",
+                "extra": {"actions": [{"command": "ls", "tool_call_id": "c1"}]},
+                "tool_calls": [{"id": "c1", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "src", "extra": {"returncode": 0, "raw_output": "src"}},
+            {
+                "role": "exit",
+                "content": "",
+                "extra": {
+                    "exit_status": "ContextWindowExceededError",
+                    "exception_str": "litellm.ContextWindowExceededError: maximum context length is 4096 tokens",
+                },
+            },
+        ]
+    }
+    events = mini_swe_agent.parse_trajectory(trajectory)
+    assert any(e.kind == "command" for e in events), events
+    validity, why = _classify(events, exit_code=1, is_action=get_adapter("mini-swe-agent").is_action)
+    assert validity == "valid" and "ended early: after 1 action(s)" in why and "context overflow" in why
