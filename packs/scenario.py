@@ -68,7 +68,8 @@ def materialize(pack: str, scenario: PackScenario, variant: str) -> dict[str, An
         "predicates": [dict(p) for p in data["predicates"]],
         "allowed_writes": sorted(set(data["allowed_writes"])),
         "allowed_refs": sorted(set(data.get("allowed_refs", []))),
-        "checks": [{**SUCCESS_ATOM, "command": data["success"]}],
+        # set -e: every line of the success check must pass, not only its last.
+        "checks": [{**SUCCESS_ATOM, "command": "set -e\n" + data["success"]}],
         "atom_kinds": [SUCCESS_ATOM["kind"]],
         "solutions": dict(scenario.solutions),
         "limits": {name: limit_of(data, name) for name in ("build_s", "check_s", "solution_s")},
