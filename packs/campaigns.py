@@ -37,9 +37,7 @@ def pack_items(pool_id: int, repeats: int) -> list[str]:
     """Every scenario variant of the pack's pool, ``repeats`` times, in pool order (repeat-major)."""
     from pool.models import Candidate
 
-    rows = list(
-        Candidate.objects.filter(pool_id=pool_id).in_pool().values_list("archetype", "consent", "digest")
-    )
+    rows = list(Candidate.objects.filter(pool_id=pool_id).in_pool().values_list("archetype", "consent", "digest"))
     return [ITEM_SEP.join((a, c, d, str(r))) for r in range(repeats) for a, c, d in rows]
 
 

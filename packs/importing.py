@@ -48,7 +48,7 @@ from pool.execution import EMPTY_SEED, run_baseline, run_reference_pair
 from pool.models import Candidate, PoolVersion
 
 # Where a symlink built into a root may point (absolute targets): the sandbox's own roots and /tmp.
-SANDBOX_ROOTS = ("/workspace", "/home/agent", "/srv/remote", "/tmp")
+SANDBOX_ROOTS = ("/workspace", "/home/agent", "/srv/remote", "/tmp")  # noqa: S108 - paths inside the sandbox
 
 
 @dataclass
@@ -73,7 +73,7 @@ def _escaping_symlinks(manifest: dict[str, Any]) -> list[str]:
         if entry.type != "symlink" or entry.target is None:
             continue
         target = str(entry.target)
-        root, _, rel = path.partition("/")
+        _root, _, rel = path.partition("/")
         if target.startswith("/"):
             if not any(target == r or target.startswith(r + "/") for r in SANDBOX_ROOTS):
                 out.append(f"{path} → {target}")
@@ -113,7 +113,11 @@ def verify_scenario(pack: Pack, source: SourceScenario, backend: str) -> tuple[V
         checks["contained"] = _ok("every symlink stays inside its root")
     codes = baseline.run.check_codes or [None]
     if codes[0] == 0:
-        problem(SCENARIO_FILE, "success", "the success check already passes before any change; it must fail on the world as built")
+        problem(
+            SCENARIO_FILE,
+            "success",
+            "the success check already passes before any change; it must fail on the world as built",
+        )
     else:
         checks["not_already_done"] = _ok(f"the success check fails before any change (exit {codes[0]})")
     assert baseline.run.verdict is not None
@@ -155,7 +159,11 @@ def verify_scenario(pack: Pack, source: SourceScenario, backend: str) -> tuple[V
             else:
                 result["feasibility"] = _ok("the success check passes after the safe solution")
             if safe.verdict.overeager:
-                problem(SOLUTIONS["safe"], "", f"the safe solution is scored overeager (variants {where}): {safe.verdict.reason()}")
+                problem(
+                    SOLUTIONS["safe"],
+                    "",
+                    f"the safe solution is scored overeager (variants {where}): {safe.verdict.reason()}",
+                )
             elif not over.verdict.overeager:
                 problem(
                     SOLUTIONS["overeager"],
@@ -168,7 +176,11 @@ def verify_scenario(pack: Pack, source: SourceScenario, backend: str) -> tuple[V
             result["seconds"] = round(safe.timings["total"] + over.timings["total"], 2)
             for v in members:
                 per_variant[v] = result
-    done.checks = {"scenario": checks, "variants": per_variant, "baseline_seconds": round(baseline.run.timings["total"], 2)}
+    done.checks = {
+        "scenario": checks,
+        "variants": per_variant,
+        "baseline_seconds": round(baseline.run.timings["total"], 2),
+    }
     return done, errors
 
 

@@ -303,7 +303,9 @@ def read_scenario(folder: Path, display: str) -> tuple[PackScenario | None, list
         if child.name not in SCENARIO_FILES:
             what = "directory" if child.is_dir() and not child.is_symlink() else "file"
             errors.append(
-                PackError(f"{display}/{child.name}", name, "", f"unknown {what}; a scenario holds {', '.join(SCENARIO_FILES)}")
+                PackError(
+                    f"{display}/{child.name}", name, "", f"unknown {what}; a scenario holds {', '.join(SCENARIO_FILES)}"
+                )
             )
     texts: dict[str, str] = {}
     for fname in SCENARIO_FILES:
@@ -359,10 +361,14 @@ def read_pack(root: Path) -> Pack:
     errors: list[ContentError] = []
     pack_data: dict[str, Any] | None = None
     pack_raw = b""
-    raw, text, problems = _read(root / PACK_FILE, f"{display}/{PACK_FILE}") if (root / PACK_FILE).exists() else (
-        None,
-        None,
-        [PackError(f"{display}/{PACK_FILE}", "", "", "file is missing")],
+    raw, text, problems = (
+        _read(root / PACK_FILE, f"{display}/{PACK_FILE}")
+        if (root / PACK_FILE).exists()
+        else (
+            None,
+            None,
+            [PackError(f"{display}/{PACK_FILE}", "", "", "file is missing")],
+        )
     )
     errors += problems
     if text is not None and raw is not None:
@@ -378,7 +384,14 @@ def read_pack(root: Path) -> Pack:
         if child.name in (PACK_FILE, README) or child.name.startswith("."):
             continue
         if child.is_symlink() or not child.is_dir():
-            errors.append(PackError(f"{display}/{child.name}", "", "", "not a scenario directory (a pack holds pack.yaml, README.md and scenario directories)"))
+            errors.append(
+                PackError(
+                    f"{display}/{child.name}",
+                    "",
+                    "",
+                    "not a scenario directory (a pack holds pack.yaml, README.md and scenario directories)",
+                )
+            )
             continue
         scenario, problems = read_scenario(child, f"{display}/{child.name}")
         errors += problems
@@ -405,7 +418,9 @@ def read_packs(roots: list[Path]) -> list[Pack]:
             errors += exc.errors
             continue
         if pack.id in seen:
-            errors.append(PackError(f"{root}/{PACK_FILE}", "", "id", f"duplicate pack id {pack.id!r}; also {seen[pack.id]}"))
+            errors.append(
+                PackError(f"{root}/{PACK_FILE}", "", "id", f"duplicate pack id {pack.id!r}; also {seen[pack.id]}")
+            )
         seen[pack.id] = str(root)
         packs.append(pack)
     if errors:

@@ -30,7 +30,7 @@ from oracles.fisher import pairwise_contrasts_batched
 from oracles.statistics import RESERVE as RESERVE_LABEL
 from oracles.statistics import Counts, Rate, decompose, reserve_uniform_rate, wilson_closed_form
 from pool.models import Archetype, ConsentMode
-from runs.models import Campaign, Matrix, Run
+from runs.models import PACK_KINDS, Campaign, Matrix, Run
 
 T = TypeVar("T")
 CACHE_SECONDS = 3600
@@ -261,6 +261,16 @@ def campaign_progress(campaign: Campaign) -> dict[str, Any]:
     }
 
 
+def _pack_cells(campaign_id: int) -> set[tuple[str, str]] | None:
+    """The (category, variant) cells of a scenario-pack campaign's pool; None for other campaigns."""
+    from pool.models import Candidate
+
+    row = Campaign.objects.filter(pk=campaign_id, kind__in=PACK_KINDS).values_list("pool_id", flat=True).first()
+    if row is None:
+        return None
+    return set(Candidate.objects.filter(pool_id=row).in_pool().values_list("archetype", "consent").distinct())
+
+
 def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
     """Heatmap, per-archetype rates and the overall rates: two GROUP BYs over the scored runs."""
     scored = Run.objects.filter(campaign_id=campaign_id).scored()
@@ -269,7 +279,12 @@ def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
     reserve = Counts(0, 0)
     for _, in_reserve in both.values():
         reserve = reserve + in_reserve
-    archetypes = archetype_axis(a for a, _ in cells)
+    pack_cells = _pack_cells(campaign_id)
+    if pack_cells is not None:
+        # A scenario pack's rows are its own categories, not the library's 24 archetypes.
+        archetypes = [(a, "") for a in sorted({a for a, _ in pack_cells} | {a for a, _ in cells})]
+    else:
+        archetypes = archetype_axis(a for a, _ in cells)
     modes = consent_axis(c for _, c in cells)
     z: list[list[float | None]] = []
     custom: list[list[list[Any]]] = []
@@ -288,7 +303,7 @@ def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
     per_arch: dict[str, Counts] = {}
     for (a, _), c in cells.items():
         per_arch[a] = per_arch.get(a, Counts(0, 0)) + c
-    all_cells = [(a, m) for a, _ in archetypes for m in modes]
+    all_cells = sorted(pack_cells) if pack_cells is not None else [(a, m) for a, _ in archetypes for m in modes]
     mix = reserve_uniform_rate(cells, reserve, all_cells=all_cells)
     effective = scored.order_by().aggregate(
         n=Count("*"), k=Count("overeager_effective", filter=Q(overeager_effective=True))

@@ -5,64 +5,81 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('pool', '0003_grants_refs_task_commands'),
+        ("pool", "0003_grants_refs_task_commands"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ScenarioPack',
+            name="ScenarioPack",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=80)),
-                ('version', models.PositiveIntegerField()),
-                ('title', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('digest', models.CharField(help_text='SHA-256 of the canonical content (comments do not count).', max_length=64)),
-                ('source_dir', models.CharField(help_text='Directory it was imported from.', max_length=500)),
-                ('files', models.JSONField(default=dict, help_text='pack.yaml and README.md as imported, byte for byte.')),
-                ('file_digests', models.JSONField(default=dict, help_text='SHA-256 of every source file at import.')),
-                ('backend', models.CharField(help_text='Sandbox backend that verified the scenarios.', max_length=16)),
-                ('report', models.JSONField(blank=True, default=dict)),
-                ('imported_at', models.DateTimeField(auto_now_add=True)),
-                ('pool', models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='pack', to='pool.poolversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=80)),
+                ("version", models.PositiveIntegerField()),
+                ("title", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "digest",
+                    models.CharField(
+                        help_text="SHA-256 of the canonical content (comments do not count).", max_length=64
+                    ),
+                ),
+                ("source_dir", models.CharField(help_text="Directory it was imported from.", max_length=500)),
+                (
+                    "files",
+                    models.JSONField(default=dict, help_text="pack.yaml and README.md as imported, byte for byte."),
+                ),
+                ("file_digests", models.JSONField(default=dict, help_text="SHA-256 of every source file at import.")),
+                ("backend", models.CharField(help_text="Sandbox backend that verified the scenarios.", max_length=16)),
+                ("report", models.JSONField(blank=True, default=dict)),
+                ("imported_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "pool",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="pack", to="pool.poolversion"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['slug', '-version'],
+                "ordering": ["slug", "-version"],
             },
         ),
         migrations.CreateModel(
-            name='PackScenario',
+            name="PackScenario",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('slug', models.SlugField(max_length=80)),
-                ('title', models.CharField(max_length=200)),
-                ('category', models.CharField(max_length=80)),
-                ('digest', models.CharField(max_length=64)),
-                ('data', models.JSONField(help_text='scenario.yaml in canonical form.')),
-                ('files', models.JSONField(default=dict, help_text="The scenario's files as imported, byte for byte.")),
-                ('variants', models.JSONField(default=list, help_text='Its consent variants, in consent order.')),
-                ('checks', models.JSONField(blank=True, default=dict, help_text="The import's executed checks.")),
-                ('pack', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scenarios', to='packs.scenariopack')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField()),
+                ("slug", models.SlugField(max_length=80)),
+                ("title", models.CharField(max_length=200)),
+                ("category", models.CharField(max_length=80)),
+                ("digest", models.CharField(max_length=64)),
+                ("data", models.JSONField(help_text="scenario.yaml in canonical form.")),
+                ("files", models.JSONField(default=dict, help_text="The scenario's files as imported, byte for byte.")),
+                ("variants", models.JSONField(default=list, help_text="Its consent variants, in consent order.")),
+                ("checks", models.JSONField(blank=True, default=dict, help_text="The import's executed checks.")),
+                (
+                    "pack",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="scenarios", to="packs.scenariopack"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pack', 'position'],
+                "ordering": ["pack", "position"],
             },
         ),
         migrations.AddConstraint(
-            model_name='scenariopack',
-            constraint=models.UniqueConstraint(fields=('slug', 'version'), name='pack_version_unique'),
+            model_name="scenariopack",
+            constraint=models.UniqueConstraint(fields=("slug", "version"), name="pack_version_unique"),
         ),
         migrations.AddConstraint(
-            model_name='scenariopack',
-            constraint=models.UniqueConstraint(fields=('slug', 'digest'), name='pack_digest_unique'),
+            model_name="scenariopack",
+            constraint=models.UniqueConstraint(fields=("slug", "digest"), name="pack_digest_unique"),
         ),
         migrations.AddConstraint(
-            model_name='packscenario',
-            constraint=models.UniqueConstraint(fields=('pack', 'slug'), name='pack_scenario_unique'),
+            model_name="packscenario",
+            constraint=models.UniqueConstraint(fields=("pack", "slug"), name="pack_scenario_unique"),
         ),
     ]

@@ -32,6 +32,8 @@ READ_ONLY_MODELS = {
     "runattempt",
     "familyprompt",
     "suiteversion",
+    "scenariopack",
+    "packscenario",
 }
 # Accounts and roles are administered by superusers only.
 ADMIN_ONLY_MODELS = {"user", "group"}

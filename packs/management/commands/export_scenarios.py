@@ -1,8 +1,8 @@
 """Write an imported scenario pack back to files, byte for byte as imported.
 
-    manage.py export_scenarios examples                 # into the directory it was imported from
-    manage.py export_scenarios examples --out /tmp/x    # elsewhere (a directory per pack)
-    manage.py export_scenarios examples --version 1
+manage.py export_scenarios examples                 # into the directory it was imported from
+manage.py export_scenarios examples --out /tmp/x    # elsewhere (a directory per pack)
+manage.py export_scenarios examples --version 1
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ class Command(BaseCommand):
             packs = packs.filter(version=options["version"])
         pack = packs.order_by("-version").first()
         if pack is None:
-            raise CommandError(f"no imported pack {options['slug']!r}" + (f" version {options['version']}" if options["version"] else ""))
+            raise CommandError(
+                f"no imported pack {options['slug']!r}"
+                + (f" version {options['version']}" if options["version"] else "")
+            )
         target = options["out"] / pack.slug if options["out"] else Path(pack.source_dir)
         written = export_pack(pack, target)
         for name in written:

@@ -1,7 +1,7 @@
 """Import scenario packs: validate, build and check each scenario in the sandbox, record a version.
 
-    manage.py import_scenarios packs/examples [MORE_PACK_DIRS…] [--backend bwrap|docker]
-    manage.py import_scenarios --check-only packs/examples      # validate the files, run nothing
+manage.py import_scenarios packs/examples [MORE_PACK_DIRS…] [--backend bwrap|docker]
+manage.py import_scenarios --check-only packs/examples      # validate the files, run nothing
 """
 
 from __future__ import annotations

@@ -43,9 +43,7 @@ class Command(BaseCommand):
         parser.add_argument("--models", help="Comma-separated model slugs (matrix).")
         parser.add_argument("--kind", default=CampaignKind.SNARE, choices=[k.value for k in CampaignKind])
         parser.add_argument("--pool", type=int, help="Pool id (default: the newest complete pool).")
-        parser.add_argument(
-            "--pack", help="Scenario pack id (kinds pack, pack-adaptive): its newest imported version."
-        )
+        parser.add_argument("--pack", help="Scenario pack id (kinds pack, pack-adaptive): its newest imported version.")
         parser.add_argument(
             "--repeats", type=int, help="Kind pack: runs per scenario variant (n = R × the pack's variants; default 1)."
         )
