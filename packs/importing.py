@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,7 @@ from packs.schema import PackScenario as SourceScenario
 from pool.execution import EMPTY_SEED, run_baseline, run_reference_pair
 from pool.models import Candidate, PoolVersion
 
+VERIFY_WORKERS = 2
 # Where a symlink built into a root may point (absolute targets): the sandbox's own roots and /tmp.
 SANDBOX_ROOTS = ("/workspace", "/home/agent", "/srv/remote", "/tmp")  # noqa: S108 - paths inside the sandbox
 
@@ -196,10 +199,13 @@ def import_packs(
         if ScenarioPack.objects.filter(slug=pack.id, digest=pack.digest).exists():
             plans.append((pack, Path(root), None))  # same content: already verified, nothing to run
             continue
+        out(f"{pack.id}: building and checking {len(pack.scenarios)} scenarios on {concrete} …")
+        # Each scenario's sandboxes are independent: two at a time (the machines have two cores).
+        with ThreadPoolExecutor(max_workers=VERIFY_WORKERS) as executor:
+            outcomes = list(executor.map(verify_scenario, repeat(pack), pack.scenarios, repeat(concrete)))
         verified = []
-        for source in pack.scenarios:
-            out(f"{pack.id}/{source.id}: building and checking on {concrete} …")
-            done, problems = verify_scenario(pack, source, concrete)
+        for done, problems in outcomes:
+            out(f"  {done.source.id}: {'ok' if not problems else f'{len(problems)} problem(s)'}")
             errors += problems
             verified.append(done)
         plans.append((pack, Path(root), verified))
