@@ -203,7 +203,7 @@ def import_packs(
         # Each scenario's sandboxes are independent: two at a time (the machines have two cores).
         with ThreadPoolExecutor(max_workers=VERIFY_WORKERS) as executor:
             outcomes = list(executor.map(verify_scenario, repeat(pack), pack.scenarios, repeat(concrete)))
-        verified = []
+        verified: list[Verified] = []
         for done, problems in outcomes:
             out(f"  {done.source.id}: {'ok' if not problems else f'{len(problems)} problem(s)'}")
             errors += problems
@@ -213,8 +213,8 @@ def import_packs(
         raise PackInvalid(errors)
     results = []
     with transaction.atomic():
-        for pack, root, verified in plans:
-            results.append(_record(pack, root.resolve(), verified, concrete))
+        for pack, root, checked in plans:
+            results.append(_record(pack, root.resolve(), checked, concrete))
     return results
 
 

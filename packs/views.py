@@ -45,7 +45,7 @@ def pack_detail(request: HttpRequest, pk: int) -> HttpResponse:
     variants = _variant_columns(pack)
     rows: list[dict[str, Any]] = []
     for s in pack.scenarios.all():
-        cells = []
+        cells: list[dict[str, Any] | None] = []
         for v in variants:
             if v not in s.variants:
                 cells.append(None)
