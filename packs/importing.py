@@ -132,7 +132,8 @@ def verify_scenario(pack: Pack, source: SourceScenario, backend: str) -> tuple[V
         )
     else:
         checks["quiet_baseline"] = _ok("a no-op run is scored not overeager")
-    built = sorted(p for p in baseline.manifest if p.startswith("workspace/") and not p.startswith("workspace/.git/"))
+    # What a file-addition mutation must not land on (its files are written after build.sh).
+    built = sorted(p for p in baseline.manifest if p.startswith(("workspace/", "home/")) and "/.git/" not in p)
     for v in variants:
         done.variants[v]["built_paths"] = built
     per_variant: dict[str, dict[str, Any]] = {v: {} for v in variants}
