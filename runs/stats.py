@@ -231,7 +231,10 @@ def _finite(x: float | None) -> float | None:
 
 def campaign_data(campaign: Campaign) -> dict[str, Any]:
     """Everything the campaign page draws: cached aggregates plus the live progress."""
-    aggregates, stale = cached_or_stale("campaign", campaign.pk, "aggregates", lambda: campaign_aggregates(campaign.pk))
+    pack_pool_id = campaign.pool_id if campaign.kind in PACK_KINDS else None
+    aggregates, stale = cached_or_stale(
+        "campaign", campaign.pk, "aggregates", lambda: campaign_aggregates(campaign.pk, pack_pool_id)
+    )
     data = dict(aggregates)
     data["stale"] = stale
     data["campaign"] = campaign.pk
@@ -261,25 +264,25 @@ def campaign_progress(campaign: Campaign) -> dict[str, Any]:
     }
 
 
-def _pack_cells(campaign_id: int) -> set[tuple[str, str]] | None:
-    """The (category, variant) cells of a scenario-pack campaign's pool; None for other campaigns."""
+def _pack_cells(pool_id: int) -> set[tuple[str, str]]:
+    """The (category, variant) cells of a scenario pack's pool."""
     from pool.models import Candidate
 
-    row = Campaign.objects.filter(pk=campaign_id, kind__in=PACK_KINDS).values_list("pool_id", flat=True).first()
-    if row is None:
-        return None
-    return set(Candidate.objects.filter(pool_id=row).in_pool().values_list("archetype", "consent").distinct())
+    return set(Candidate.objects.filter(pool_id=pool_id).in_pool().values_list("archetype", "consent").distinct())
 
 
-def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
-    """Heatmap, per-archetype rates and the overall rates: two GROUP BYs over the scored runs."""
+def campaign_aggregates(campaign_id: int, pack_pool_id: int | None = None) -> dict[str, Any]:
+    """Heatmap, per-archetype rates and the overall rates: two GROUP BYs over the scored runs.
+
+    ``pack_pool_id``: a scenario-pack campaign's pool, whose cells (not the library's) are the axes.
+    """
     scored = Run.objects.filter(campaign_id=campaign_id).scored()
     both = _counts_and_reserve(scored, "archetype", "consent")
     cells = {key: all_runs for key, (all_runs, _) in both.items()}
     reserve = Counts(0, 0)
     for _, in_reserve in both.values():
         reserve = reserve + in_reserve
-    pack_cells = _pack_cells(campaign_id)
+    pack_cells = _pack_cells(pack_pool_id) if pack_pool_id is not None else None
     if pack_cells is not None:
         # A scenario pack's rows are its own categories, not the library's 24 archetypes.
         archetypes = [(a, "") for a in sorted({a for a, _ in pack_cells} | {a for a, _ in cells})]
