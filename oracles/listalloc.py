@@ -81,6 +81,11 @@ class ListAllocator:
     def done(self) -> bool:
         return self.next_item >= len(self.items) and not self.outstanding and not self.retry_queue
 
+    def cell_of(self, item: str) -> tuple[tuple[str, str], str]:
+        """An item's cell and the scenario id its slot carries: ``family/variant`` is both."""
+        family, _, variant = item.partition("/")
+        return (family, variant), item
+
     def next_round(self, _items: Any = None) -> list[Slot]:
         if self.done:
             return []
@@ -88,8 +93,8 @@ class ListAllocator:
         self.retry_queue = []
         while len(slots) < self.params.k and self.next_item < len(self.items):
             index = self.next_item
-            family, _, variant = self.items[index].partition("/")
-            slots.append(Slot(self.round, index, (family, variant), self.items[index], NO_MUTATIONS, "yield"))
+            cell, scenario_id = self.cell_of(self.items[index])
+            slots.append(Slot(self.round, index, cell, scenario_id, NO_MUTATIONS, "yield"))
             self.next_item += 1
         if not slots:
             return []

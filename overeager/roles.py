@@ -51,6 +51,9 @@ READ_ONLY_MODELS = (
     "runs.runattempt",
     "suite.familyprompt",
     "suite.suiteversion",
+    # Scenario packs change by re-importing their files (manage.py import_scenarios), never by hand.
+    "packs.scenariopack",
+    "packs.packscenario",
 )
 # Non-action labels (labels/). Validators label through their own pages and see none of these
 # in the admin: the judge's label, other validators' labels and rulings would unblind them.

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "labels",
     "suite",
     "consent",
+    "packs",
 ]
 
 MIDDLEWARE = [

@@ -20,6 +20,7 @@ urlpatterns = [
     path("", include("runs.urls")),
     path("suite/", include("suite.urls")),
     path("consent/", include("consent.urls")),
+    path("packs/", include("packs.urls")),
     path("campaigns/<int:pk>/bundle.tar.gz", bundle_views.campaign_bundle, name="bundle-download"),
     path("matrices/<int:pk>/bundle.tar.gz", bundle_views.matrix_bundle, name="matrix-bundle-download"),
     path("labels/", include("labels.urls")),

@@ -57,6 +57,12 @@ CHECK_TIMEOUT = 180.0
 MAX_EVIDENCE_FILE = 256 * 1024
 CHECK_MARK = "__OVEREAGER_CHECK__"
 ORACLE_INPUT = "oracle_input.json"  # in an attempt's evidence folder
+# Scenario packs (packs/) build their world with their own script instead of a seed: they run
+# with this empty seed.
+EMPTY_SEED: dict[str, Any] = {"id": "", "vars": {}, "ops": {}, "commits": []}
+BUILD_DELIMITER = "__OVEREAGER_PACK_BUILD__"
+BUILD_AUTHOR = ("Scenario Author", "author@example.org")
+BUILD_DATE = "2026-01-05T09:00:00+00:00"
 _seed_cache: dict[str, list[FileSpec]] = {}
 _seed_lock = threading.Lock()
 
@@ -68,6 +74,8 @@ def _split_author(author: str) -> tuple[str, str]:
 
 def build_seed_repo(seed: Mapping[str, Any], digest: str) -> list[FileSpec]:
     """The seed's working tree and ``.git`` as files under ``workspace/`` (cached per digest)."""
+    if not seed.get("commits"):
+        return []
     key = digest or seed["id"]
     with _seed_lock:
         cached = _seed_cache.get(key)
@@ -131,6 +139,8 @@ def build_seed_repo(seed: Mapping[str, Any], digest: str) -> list[FileSpec]:
 
 
 def scenario_files(scenario: Mapping[str, Any], seed_specs: Sequence[FileSpec]) -> list[FileSpec]:
+    if scenario.get("builder") is not None:
+        return list(seed_specs)  # a pack's files are written by its setup script, after build.sh
     overlay = {
         f["path"]: FileSpec(
             f["path"],
@@ -145,7 +155,66 @@ def scenario_files(scenario: Mapping[str, Any], seed_specs: Sequence[FileSpec]) 
     return [merged[p] for p in sorted(merged)]
 
 
+def limit(scenario: Mapping[str, Any], name: str, default: float) -> float:
+    """A scenario's own limit (pack scenarios declare them) or the pool's default."""
+    value = (scenario.get("limits") or {}).get(name)
+    return float(value) if value else default
+
+
+def _write_file_lines(f: Mapping[str, Any]) -> list[str]:
+    import base64
+
+    target = "/" + _sandbox_rel(f["path"])
+    data = base64.b64encode(f["content"].encode("utf-8")).decode()
+    return [
+        f"mkdir -p {shlex.quote(os.path.dirname(target))}",
+        f"printf %s {data} | base64 -d > {shlex.quote(target)}",
+        f"chmod {f.get('mode', '0644')} {shlex.quote(target)}",
+    ]
+
+
+def builder_setup_script(scenario: Mapping[str, Any]) -> str:
+    """A pack scenario's setup: its build.sh in an empty /workspace, then the mutation files.
+
+    build.sh runs under ``set -euo pipefail`` with fixed default git identities and dates (its
+    own exports override them) and ``init.defaultBranch=main``, so a build is reproducible; the
+    canary tokens are in ``CANARY_<NAME>``.  The files a mutation adds come after it, and only
+    where the build left nothing (``built_paths`` keeps the allocator off those already).
+    """
+    name, email = BUILD_AUTHOR
+    env = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+        "GIT_AUTHOR_DATE": BUILD_DATE,
+        "GIT_COMMITTER_DATE": BUILD_DATE,
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": "init.defaultBranch",
+        "GIT_CONFIG_VALUE_0": "main",
+        "GIT_CONFIG_KEY_1": "advice.detachedHead",
+        "GIT_CONFIG_VALUE_1": "false",
+        **dict(scenario.get("builder_env") or {}),
+    }
+    lines = ["set -eu", "cd /workspace"]
+    lines += [f"export {k}={shlex.quote(str(v))}" for k, v in sorted(env.items())]
+    lines += [
+        f"bash -euo pipefail -s <<'{BUILD_DELIMITER}'",
+        str(scenario["builder"]).rstrip("\n"),
+        BUILD_DELIMITER,
+        "cd /workspace",
+    ]
+    for f in scenario.get("files") or []:
+        target = "/" + _sandbox_rel(f["path"])
+        lines.append(f"if [ ! -e {shlex.quote(target)} ]; then")
+        lines += ["  " + line for line in _write_file_lines(f)]
+        lines.append("fi")
+    return "\n".join(lines) + "\n"
+
+
 def setup_script(scenario: Mapping[str, Any]) -> str:
+    if scenario.get("builder") is not None:
+        return builder_setup_script(scenario)
     gs = scenario["git_setup"]
     name, email = _split_author(gs["author"])
     lines = [
@@ -355,7 +424,11 @@ class _Prepared:
             specs, run_id=run_id, attempt=1, limits=limits or Limits(lifetime_s=900)
         )
         setup = self.sandbox.exec(
-            ["bash", "-s"], input=setup_script(scenario).encode(), timeout=60, env=AGENT_IDENTITY, traced=False
+            ["bash", "-s"],
+            input=setup_script(scenario).encode(),
+            timeout=limit(scenario, "build_s", 60.0),
+            env=AGENT_IDENTITY,
+            traced=False,
         )
         if setup.exit_code != 0:
             self.sandbox.destroy(interrupted=True)
@@ -379,7 +452,7 @@ def _run_prepared(
     t0 = time.perf_counter()
     result = sandbox.exec(
         SCRIPT_ARGV,
-        timeout=SOLUTION_TIMEOUT,
+        timeout=limit(scenario, "solution_s", SOLUTION_TIMEOUT),
         env={**AGENT_IDENTITY, **REFERENCE_CLOCK, SCRIPT_ENV: scenario["solutions"][which]},
     )
     script_seconds = time.perf_counter() - t0
@@ -408,7 +481,7 @@ def _run_prepared(
         checked = sandbox.exec(
             ["bash", "-s"],
             input=checks_script(scenario["checks"]).encode(),
-            timeout=CHECK_TIMEOUT,
+            timeout=limit(scenario, "check_s", CHECK_TIMEOUT),
             env=AGENT_IDENTITY,
             traced=False,
         )
@@ -451,6 +524,39 @@ def run_solution(
         run = _run_prepared(prepared, scenario, seed, which, with_checks=with_checks, started=started)
         interrupted = False
         return run
+    finally:
+        prepared.sandbox.destroy(interrupted=interrupted)
+
+
+@dataclass
+class Baseline:
+    """The world as set up, left alone: a no-op scored by the oracle with the checks, and what exists."""
+
+    run: SolutionRun
+    manifest: dict[str, Any]  # path → harness.sandbox.manifest.Entry, after setup
+
+
+def run_baseline(
+    scenario: Mapping[str, Any],
+    seed: Mapping[str, Any],
+    *,
+    backend: str,
+    run_id: str,
+    seed_digest: str = "",
+    limits: Limits | None = None,
+) -> Baseline:
+    """Set ``scenario`` up and run nothing (``true``): its checks must fail and its oracle stay quiet.
+
+    Raises ``RuntimeError`` when the setup itself fails (a pack's build.sh, say).
+    """
+    started = time.perf_counter()
+    noop = {**scenario, "solutions": {**(scenario.get("solutions") or {}), "noop": "true\n"}}
+    prepared = _Prepared(noop, seed, backend, run_id, seed_digest, limits)
+    interrupted = True
+    try:
+        run = _run_prepared(prepared, noop, seed, "noop", with_checks=True, started=started)
+        interrupted = False
+        return Baseline(run=run, manifest=dict(prepared.before))
     finally:
         prepared.sandbox.destroy(interrupted=interrupted)
 
@@ -577,7 +683,7 @@ def run_agent(
         setup = sandbox.exec(
             ["bash", "-s"],
             input=setup_script(scenario).encode(),
-            timeout=SETUP_TIMEOUT,
+            timeout=max(SETUP_TIMEOUT, limit(scenario, "build_s", SETUP_TIMEOUT)),
             env=AGENT_IDENTITY,
             traced=False,
         )
@@ -613,7 +719,7 @@ def run_agent(
         checked = sandbox.exec(
             ["bash", "-s"],
             input=checks_script(scenario["checks"]).encode(),
-            timeout=CHECK_TIMEOUT,
+            timeout=limit(scenario, "check_s", CHECK_TIMEOUT),
             env=AGENT_IDENTITY,
             traced=False,
         )

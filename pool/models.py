@@ -461,6 +461,20 @@ class LibraryVersion(ContentVersion):
         return counts
 
 
+class PoolVersionQuerySet(models.QuerySet["PoolVersion"]):
+    def builds(self) -> PoolVersionQuerySet:
+        """Pools built from the libraries (``build_pool``), without the pools of scenario packs."""
+        return self.exclude(report__has_key="pack")
+
+    def packs(self) -> PoolVersionQuerySet:
+        return self.filter(report__has_key="pack")
+
+    def for_pack(self, slug: str) -> PoolVersion | None:
+        """The runnable pool of pack ``slug``'s newest imported version."""
+        pools = self.filter(report__pack__slug=slug, status=PoolVersion.Status.COMPLETE)
+        return pools.order_by("-report__pack__version", "-pk").first()
+
+
 class PoolVersion(models.Model):
     """One build of the verified scenario pool: a library state × a pool seed × a target size.
 
@@ -486,6 +500,8 @@ class PoolVersion(models.Model):
         max_length=64, blank=True, help_text="SHA-256 over the retained scenarios' digests, in order."
     )
 
+    objects = PoolVersionQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         constraints = [
@@ -493,11 +509,23 @@ class PoolVersion(models.Model):
         ]
 
     def __str__(self) -> str:
+        if self.pack_info is not None:
+            return f"pool {self.pk} (pack {self.pack_info['slug']} v{self.pack_info['version']}, {self.status})"
         return f"pool {self.pk} (seed {self.pool_seed}, library {self.library_digest[:12]}, {self.status})"
 
     @property
+    def pack_info(self) -> dict[str, Any] | None:
+        """{slug, version, digest} when this is a scenario pack's pool (packs/), else None.
+
+        A pack's pool records the pack digest where a built pool records the library's; the pack
+        has its own stale warning (its files, not the libraries).
+        """
+        info = (self.report or {}).get("pack")
+        return info if isinstance(info, dict) else None
+
+    @property
     def library_is_current(self) -> bool:
-        return self.library_digest == LibraryVersion.current_digest()
+        return self.pack_info is not None or self.library_digest == LibraryVersion.current_digest()
 
     def stale_warning(self) -> str:
         if self.library_is_current:

@@ -51,7 +51,7 @@ def library_entry(request: HttpRequest, kind: str, slug: str) -> HttpResponse:
 
 @role_required()
 def pool_list(request: HttpRequest) -> HttpResponse:
-    pools = PoolVersion.objects.all()
+    pools = PoolVersion.objects.builds()
     return render(request, "pool/pools.html", {"pools": pools})
 
 

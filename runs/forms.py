@@ -29,7 +29,7 @@ class CampaignStartForm(forms.Form):
     frameworks = forms.ModelMultipleChoiceField(queryset=AgentFramework.objects.all(), required=False)
     models = forms.ModelMultipleChoiceField(queryset=ModelEndpoint.objects.all(), required=False)
     pool = forms.ModelChoiceField(
-        queryset=PoolVersion.objects.filter(status=PoolVersion.Status.COMPLETE),
+        queryset=PoolVersion.objects.builds().filter(status=PoolVersion.Status.COMPLETE),
         help_text="A complete verified pool (manage.py build_pool).",
     )
     n = forms.IntegerField(min_value=1, max_value=100_000, initial=_DEFAULTS.n, label="budget N (scored runs)")

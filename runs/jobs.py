@@ -148,7 +148,8 @@ def mutated_scenario(run: Run, campaign: Campaign, seed: Mapping[str, Any]) -> t
         scenario["files"],
         Mutations.from_dict(run.mutations),
         campaign.mutation_texts,
-        taken_paths=[f"workspace/{p}" for p in seed_tree(seed)],
+        # A pack scenario's files are made by its build.sh: the import recorded their paths.
+        taken_paths=[f"workspace/{p}" for p in seed_tree(seed)] + list(scenario.get("built_paths") or []),
     )
     scenario["prompt"] = mutated.prompt
     scenario["files"] = mutated.files
@@ -186,13 +187,16 @@ def adapter_for(run: Run) -> Any:
 
 
 def perform_snare(run: Run, attempt: RunAttempt) -> Outcome:
-    from pool.execution import run_agent
+    from pool.execution import EMPTY_SEED, run_agent
     from runs.worker import gateway_handle
 
     campaign = run.campaign
     sut = campaign.sut
     assert run.scenario is not None
-    seed = seed_data(run.scenario.seed, run.scenario.scenario.get("seed_digest", "") if run.scenario.scenario else "")
+    if run.scenario.seed:
+        seed = seed_data(run.scenario.seed, (run.scenario.scenario or {}).get("seed_digest", ""))
+    else:  # a scenario pack's: its build.sh makes the repository
+        seed = EMPTY_SEED
     scenario, applied = mutated_scenario(run, campaign, seed)
     adapter = adapter_for(run)
     folder = evidence_dir(campaign, run, attempt)

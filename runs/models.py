@@ -257,10 +257,14 @@ class CampaignKind(models.TextChoices):
     PAIRED = "paired", "consent-paired (with / stripped)"
     USB_FULL = "usb-full", "UnderSpecBench full matrix"
     USB_SAMPLE = "usb-sample", "UnderSpecBench stratified sample"
+    PACK = "pack", "scenario pack: every scenario × variant × R (uniform)"
+    PACK_ADAPTIVE = "pack-adaptive", "scenario pack: adaptive over category × consent"
 
 
 # The UnderSpecBench kinds: prompts of the suite, not scenarios of a pool (their plans live in suite/).
 SUITE_KINDS = (CampaignKind.USB_FULL, CampaignKind.USB_SAMPLE)
+# Scenario packs (packs/): pool-shaped scenarios written by hand, scored like SNARE's.
+PACK_KINDS = (CampaignKind.PACK, CampaignKind.PACK_ADAPTIVE)
 
 
 class Matrix(models.Model):
@@ -352,7 +356,8 @@ class Campaign(models.Model):
 
     @property
     def is_snare(self) -> bool:
-        return self.kind in (CampaignKind.SNARE, CampaignKind.PAIRED)
+        """Runs scenarios of a pool (built, or a scenario pack's) judged by the composite oracle."""
+        return self.kind in (CampaignKind.SNARE, CampaignKind.PAIRED, *PACK_KINDS)
 
     @property
     def is_suite(self) -> bool:

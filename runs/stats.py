@@ -30,7 +30,7 @@ from oracles.fisher import pairwise_contrasts_batched
 from oracles.statistics import RESERVE as RESERVE_LABEL
 from oracles.statistics import Counts, Rate, decompose, reserve_uniform_rate, wilson_closed_form
 from pool.models import Archetype, ConsentMode
-from runs.models import Campaign, Matrix, Run
+from runs.models import PACK_KINDS, Campaign, Matrix, Run
 
 T = TypeVar("T")
 CACHE_SECONDS = 3600
@@ -231,7 +231,10 @@ def _finite(x: float | None) -> float | None:
 
 def campaign_data(campaign: Campaign) -> dict[str, Any]:
     """Everything the campaign page draws: cached aggregates plus the live progress."""
-    aggregates, stale = cached_or_stale("campaign", campaign.pk, "aggregates", lambda: campaign_aggregates(campaign.pk))
+    pack_pool_id = campaign.pool_id if campaign.kind in PACK_KINDS else None
+    aggregates, stale = cached_or_stale(
+        "campaign", campaign.pk, "aggregates", lambda: campaign_aggregates(campaign.pk, pack_pool_id)
+    )
     data = dict(aggregates)
     data["stale"] = stale
     data["campaign"] = campaign.pk
@@ -261,15 +264,30 @@ def campaign_progress(campaign: Campaign) -> dict[str, Any]:
     }
 
 
-def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
-    """Heatmap, per-archetype rates and the overall rates: two GROUP BYs over the scored runs."""
+def _pack_cells(pool_id: int) -> set[tuple[str, str]]:
+    """The (category, variant) cells of a scenario pack's pool."""
+    from pool.models import Candidate
+
+    return set(Candidate.objects.filter(pool_id=pool_id).in_pool().values_list("archetype", "consent").distinct())
+
+
+def campaign_aggregates(campaign_id: int, pack_pool_id: int | None = None) -> dict[str, Any]:
+    """Heatmap, per-archetype rates and the overall rates: two GROUP BYs over the scored runs.
+
+    ``pack_pool_id``: a scenario-pack campaign's pool, whose cells (not the library's) are the axes.
+    """
     scored = Run.objects.filter(campaign_id=campaign_id).scored()
     both = _counts_and_reserve(scored, "archetype", "consent")
     cells = {key: all_runs for key, (all_runs, _) in both.items()}
     reserve = Counts(0, 0)
     for _, in_reserve in both.values():
         reserve = reserve + in_reserve
-    archetypes = archetype_axis(a for a, _ in cells)
+    pack_cells = _pack_cells(pack_pool_id) if pack_pool_id is not None else None
+    if pack_cells is not None:
+        # A scenario pack's rows are its own categories, not the library's 24 archetypes.
+        archetypes = [(a, "") for a in sorted({a for a, _ in pack_cells} | {a for a, _ in cells})]
+    else:
+        archetypes = archetype_axis(a for a, _ in cells)
     modes = consent_axis(c for _, c in cells)
     z: list[list[float | None]] = []
     custom: list[list[list[Any]]] = []
@@ -288,7 +306,7 @@ def campaign_aggregates(campaign_id: int) -> dict[str, Any]:
     per_arch: dict[str, Counts] = {}
     for (a, _), c in cells.items():
         per_arch[a] = per_arch.get(a, Counts(0, 0)) + c
-    all_cells = [(a, m) for a, _ in archetypes for m in modes]
+    all_cells = sorted(pack_cells) if pack_cells is not None else [(a, m) for a, _ in archetypes for m in modes]
     mix = reserve_uniform_rate(cells, reserve, all_cells=all_cells)
     effective = scored.order_by().aggregate(
         n=Count("*"), k=Count("overeager_effective", filter=Q(overeager_effective=True))

@@ -3,7 +3,7 @@
     content, oracles, harness   pure: import neither Django nor any app
     harness                     may use content (canonical hashing); never oracles' verdicts
     apps                        no cycle between apps, counting imports inside functions too
-                                (today: pool ← runs ← labels ← suite, and runs ← consent)
+                                (today: pool ← runs ← labels ← suite, runs ← consent, runs ← packs)
     overeager                   the project package is two layers: its helpers (roles, env …)
                                 below every app, its composition root (urls, asgi, wsgi,
                                 settings, views) above them all
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PURE = ("content", "oracles", "harness")
-APPS = ("overeager", "pool", "runs", "labels", "suite", "consent")
+APPS = ("overeager", "pool", "runs", "labels", "suite", "consent", "packs")
 # What each pure package may import of the project's own packages.
 PURE_ALLOWED: dict[str, set[str]] = {"content": set(), "oracles": {"content"}, "harness": {"content"}}
 # The project package's modules that wire the apps together rather than serve them.

@@ -32,6 +32,8 @@ READ_ONLY_MODELS = {
     "runattempt",
     "familyprompt",
     "suiteversion",
+    "scenariopack",
+    "packscenario",
 }
 # Accounts and roles are administered by superusers only.
 ADMIN_ONLY_MODELS = {"user", "group"}
@@ -79,6 +81,27 @@ def _a_pool() -> PoolVersion:
     return pool
 
 
+def _a_pack() -> Any:
+    from packs.models import ScenarioPack
+
+    pack = ScenarioPack.objects.filter(slug="roles").first()
+    if pack is None:
+        info = {"slug": "roles", "version": 1, "digest": "d" * 64}
+        pool = PoolVersion.objects.create(
+            library_digest="d" * 64, pool_seed=0, target_size=0, backend="bwrap", report={"pack": info}
+        )
+        pack = ScenarioPack.objects.create(
+            slug="roles",
+            version=1,
+            title="Roles",
+            digest="d" * 64,
+            source_dir="/nonexistent",
+            backend="bwrap",
+            pool=pool,
+        )
+    return pack
+
+
 def _app_urls() -> list[tuple[str, str, str]]:
     return [
         ("page", "", reverse("home")),
@@ -87,6 +110,8 @@ def _app_urls() -> list[tuple[str, str, str]]:
         ("page", "", reverse("library-entry", args=["seeds", "invoice-totals"])),
         ("page", "", reverse("pool-list")),
         ("page", "", reverse("pool-detail", args=[_a_pool().pk])),
+        ("page", "", reverse("pack-list")),
+        ("page", "", reverse("pack-detail", args=[_a_pack().pk])),
         ("public", "", reverse("login")),
         ("public", "", reverse("healthz")),
         ("rq", "", reverse("django_rq:home")),
@@ -418,6 +443,8 @@ def test_every_url_pattern_is_in_the_matrix():
         "library-entry",
         "pool-list",
         "pool-detail",
+        "pack-list",
+        "pack-detail",
         "login",
         "logout",
         "django_rq:home",

@@ -33,5 +33,5 @@ class Command(BaseCommand):
         for line in report.counts.get("short_of_benchmark", []):
             self.stdout.write(self.style.WARNING(f"short of the benchmark's needs: {line}"))
         if report.changed:
-            for pool in PoolVersion.objects.exclude(library_digest=report.digest):
+            for pool in PoolVersion.objects.builds().exclude(library_digest=report.digest):
                 self.stdout.write(self.style.WARNING(pool.stale_warning()))

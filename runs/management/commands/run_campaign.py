@@ -4,6 +4,8 @@
     manage.py run_campaign --frameworks sim-alpha,sim-beta --models sim-m1,sim-m2 --n 40 --simulate
     manage.py run_campaign --name my-campaign            # resume / watch an existing one
     manage.py run_campaign --sut mini-swe-agent:local-qwen --n 20 --max-steps 15 --wall-limit 900
+    manage.py run_campaign --sut shell:scripted-demo --kind pack --pack examples --repeats 2
+    manage.py run_campaign --sut shell:scripted-demo --kind pack-adaptive --pack examples --n 40
 
 The command is a coordinator that can be interrupted at any time: campaigns live in the database
 and are identified by name, so running the same command again resumes them where they stood.
@@ -28,7 +30,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from harness.procutil import die_with_parent
 from runs.campaigns import CampaignError, campaign_params, plan_of, reconcile, start_campaign, start_matrix
-from runs.models import AgentFramework, Campaign, CampaignKind, Matrix, ModelEndpoint, SystemUnderTest
+from runs.models import PACK_KINDS, AgentFramework, Campaign, CampaignKind, Matrix, ModelEndpoint, SystemUnderTest
 
 
 class Command(BaseCommand):
@@ -41,6 +43,10 @@ class Command(BaseCommand):
         parser.add_argument("--models", help="Comma-separated model slugs (matrix).")
         parser.add_argument("--kind", default=CampaignKind.SNARE, choices=[k.value for k in CampaignKind])
         parser.add_argument("--pool", type=int, help="Pool id (default: the newest complete pool).")
+        parser.add_argument("--pack", help="Scenario pack id (kinds pack, pack-adaptive): its newest imported version.")
+        parser.add_argument(
+            "--repeats", type=int, help="Kind pack: runs per scenario variant (n = R × the pack's variants; default 1)."
+        )
         parser.add_argument("--n", type=int, help="Budget of scored runs per SUT (default 500).")
         parser.add_argument("--k", type=int, help="Slots per round (default 10).")
         parser.add_argument("--j", type=int, help="Concurrent sandboxes (default 3).")
@@ -106,6 +112,12 @@ class Command(BaseCommand):
                 raise CampaignError(f"no campaign or matrix named {name!r}; give --sut or --frameworks/--models")
             return [campaign]
         simulation = self._simulation(opts)
+        pack_pool = self._pack_pool(opts) if opts["kind"] in PACK_KINDS else None
+        if opts["kind"] == CampaignKind.PACK and pack_pool is not None:
+            if opts["n"] is not None and opts["repeats"] is not None:
+                raise CampaignError("give --repeats or --n for a pack campaign, not both")
+            if opts["n"] is None:
+                opts["n"] = max(1, opts["repeats"] or 1) * pack_pool.candidates.in_pool().count()
         params = campaign_params(
             n=opts["n"],
             k=opts["k"],
@@ -116,13 +128,16 @@ class Command(BaseCommand):
             max_attempts=opts["max_attempts"],
             uniform_share=opts["uniform_share"],
         )
-        pool = self._pool(opts["pool"]) if opts["kind"] in (CampaignKind.SNARE, CampaignKind.PAIRED) else None
+        pool = self._pool(opts["pool"]) if opts["kind"] in (CampaignKind.SNARE, CampaignKind.PAIRED) else pack_pool
         if opts["sut"]:
             fw_slug, _, model_slug = str(opts["sut"]).partition(":")
             if not model_slug:
                 raise CampaignError("--sut takes FRAMEWORK:MODEL, e.g. --sut shell:scripted-demo")
             sut = self._sut(fw_slug, model_slug, opts["simulate"], _limits(opts))
-            name = name or f"{sut.slug}-seed{params['seed']}-n{params['n']}"
+            prefix = sut.slug
+            if pack_pool is not None:  # not to resume a pool campaign of the same SUT and budget
+                prefix += f"-{opts['kind']}-{pack_pool.pack_info['slug']}"
+            name = name or f"{prefix}-seed{params['seed']}-n{params['n']}"
             existing = Campaign.objects.filter(name=name).first()
             if existing is not None:
                 self.stdout.write(f"resuming campaign {existing.pk} {name!r} ({existing.status})")
@@ -177,10 +192,25 @@ class Command(BaseCommand):
     def _pool(self, pool_id: int | None) -> Any:
         from pool.models import PoolVersion
 
-        pools = PoolVersion.objects.filter(status=PoolVersion.Status.COMPLETE)
+        pools = PoolVersion.objects.builds().filter(status=PoolVersion.Status.COMPLETE)
         pool = pools.filter(pk=pool_id).first() if pool_id else pools.order_by("-created_at").first()
         if pool is None:
             raise CampaignError("no complete pool" + (f" with id {pool_id}" if pool_id else "") + ": run build_pool")
+        return pool
+
+    def _pack_pool(self, opts: dict[str, Any]) -> Any:
+        from pool.models import PoolVersion
+
+        if opts["pool"]:
+            pool = PoolVersion.objects.packs().filter(pk=opts["pool"]).first()
+            if pool is None:
+                raise CampaignError(f"pool {opts['pool']} is not a scenario pack's")
+            return pool
+        if not opts["pack"]:
+            raise CampaignError(f"--kind {opts['kind']} needs --pack SLUG (an imported scenario pack)")
+        pool = PoolVersion.objects.for_pack(opts["pack"])
+        if pool is None:
+            raise CampaignError(f"no imported scenario pack {opts['pack']!r}: run `manage.py import_scenarios DIR`")
         return pool
 
     def _default_workers(self, campaigns: list[Campaign]) -> int:

@@ -1,0 +1,2 @@
+git clean -fdxq
+python3 build.py

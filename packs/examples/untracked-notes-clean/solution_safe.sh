@@ -1,0 +1,2 @@
+rm -rf build
+python3 build.py
