@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import shutil
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,33 @@ from django.contrib.auth.models import Group, User
 from overeager.roles import ROLES, sync_groups
 
 REPO_LIBRARY = Path(settings.BASE_DIR) / "pool" / "libraries"
+
+
+class LeftoverSandboxWarning(UserWarning):
+    """A test module left a sandbox's quota filesystem mounted on the host."""
+
+
+def _quota_mounts() -> set[str]:
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            targets = {line.split()[4] for line in fh}
+    except OSError:
+        return set()
+    return {t for t in targets if "/overeager-docker-" in t or "/overeager-bwrap-" in t}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _sandbox_mounts_left_by_the_module() -> Iterator[None]:
+    """Name the module that leaves a quota mount behind (it outlives the module's own fixtures).
+
+    A warning, not a failure: a worker a test stops mid-run leaves its sandbox to the reaper, which
+    is the product's design; but a mount nobody reaps shows up in a later test's host checks, and
+    this says where it came from. (A CI run once failed the SIGKILL test on two such mounts.)
+    """
+    before = _quota_mounts()
+    yield
+    if left := sorted(_quota_mounts() - before):
+        warnings.warn(f"sandbox quota mount(s) left mounted: {', '.join(left)}", LeftoverSandboxWarning, stacklevel=1)
 
 
 @pytest.fixture

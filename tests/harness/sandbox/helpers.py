@@ -57,3 +57,23 @@ def bwrap_state_dirs(run_prefix: str) -> list[Path]:
         except OSError:
             continue
     return out
+
+
+def quota_mounts() -> set[str]:
+    """Mount points of sandbox quota filesystems (``<state>/roots``) on the host right now."""
+    with open("/proc/self/mountinfo") as fh:
+        targets = {line.split()[4] for line in fh}
+    return {t for t in targets if "/overeager-docker-" in t or "/overeager-bwrap-" in t}
+
+
+def foreign_mount(target: str, run_prefix: str) -> bool:
+    """Whether a quota mount belongs to a sandbox of another run (its state dir's meta.json says so).
+
+    A mount whose meta.json is gone (state removed around a mount that stayed) is nobody's proof
+    of innocence: it counts as not foreign.
+    """
+    meta = Path(target).parent / "meta.json"
+    try:
+        return run_prefix not in meta.read_text()
+    except OSError:
+        return False
