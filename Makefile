@@ -32,7 +32,7 @@ test: install-dev
 	bash scripts/ensure_services.sh
 	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest --durations=25 $(PYTEST_ARGS)
 
-# The fast lane (under 5 minutes here): no browser, no real agent CLI images, no executed pool
+# The fast lane (13 minutes here on 2 busy cores, `make test` about 40): no browser, no real agent CLI images, no executed pool
 # builds or real-worker campaigns — the tests marked `slow`. `make test` is the whole suite.
 test-fast: install-dev
 	bash scripts/ensure_services.sh
