@@ -67,6 +67,9 @@ follow=(--workers 0 --backend "$backend" --q-floor 1 --q-ceil 3)
 #    draws from the suite, not the pool, so it runs while the pool is being built.
 $PY manage.py run_campaign --name demo-suite --frameworks sim-alpha,sim-beta,sim-gamma --models sim-m1 --simulate \
   --kind usb-sample --simulation runs/demo/simulation.json --n "${DEMO_SUITE_RUNS:-48}" --k 8 "${follow[@]}"
+# 1b. A scenario pack (packs/examples, docs/scenario-packs.md): imported, each scenario built and
+#    checked in the sandbox, then every scenario × consent variant run once. It needs no pool either.
+bash scripts/demo_pack.sh
 # The SNARE campaigns draw from all 24 × 5 archetype × consent cells (the heatmap's): they start
 # when every cell has its verified scenarios, i.e. when the pool is complete.
 echo "Waiting for the pool (live on http://127.0.0.1:$port/pools/):"
