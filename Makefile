@@ -8,7 +8,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/overeager
 export REDIS_URL ?= redis://127.0.0.1:6379/0
 
 .PHONY: install install-dev demo serve test test-fast lint format typecheck check-deploy migrations-check ci clean \
-	images sandbox selfcheck bench-sandbox bench-pool bench-dashboard bench-bundle bench-campaign local-model local-model-serve local-model-smoke
+	images sandbox selfcheck bench-sandbox bench-pool bench-dashboard bench-bundle bench-campaign local-model local-model-serve local-model-smoke real-demo
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -96,6 +96,12 @@ local-model: install
 MODEL_PORT ?= 8080
 local-model-serve: install
 	$(PY) -m harness.gateway.local_model serve --port $(MODEL_PORT)
+
+# From a fresh clone to a live campaign of mini-swe-agent × the local model in Docker, a line per
+# finished run: the model, the sandbox images, the pool, the server, the dashboard, the campaign
+# (docs/local-model.md; ≈ 45 minutes the first time, idempotent). REAL_DEMO_RUNS=20, MODEL_PORT=8080.
+real-demo: install
+	bash scripts/real_demo.sh
 
 # mini-swe-agent × the local model on 3 pool scenarios in the Docker sandbox; prints verdicts.
 local-model-smoke: install

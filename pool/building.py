@@ -27,7 +27,7 @@ from django.db.models import ProtectedError
 from django.utils import timezone
 
 from content.canonical import digest_of
-from pool import verify
+from pool import live, verify
 from pool.materialize import FORMAT_VERSION, expand, seed_tree
 from pool.materialize import candidates as enumerate_candidates
 from pool.models import (
@@ -151,32 +151,35 @@ def dedup_stage(pool: PoolVersion) -> tuple[int, int]:
 
 def static_stage(pool: PoolVersion, lib: LibrarySnapshot, progress: Progress) -> None:
     pending = pool.candidates.originals().filter(status=Candidate.Status.PENDING)
-    total = pending.count()
+    # Ids first, then one batch read in full before it is written: a cursor left open across the
+    # writes holds a read snapshot, and on SQLite (make demo) a write by any other process (a
+    # worker, a dashboard login) makes that snapshot stale, so the next write fails at once with
+    # "database is locked" instead of waiting its turn.
+    ids = list(pending.order_by("position").values_list("pk", flat=True))
+    total = len(ids)
     done = 0
     paths_of_seed = {sid: seed_paths(s) for sid, s in lib.seeds.items()}
-    batch: list[Candidate] = []
-    for cand in pending.iterator(chunk_size=BATCH):
-        arch = lib.archetypes[cand.archetype]
-        variables = lib.seeds[cand.seed]["vars"]
-        try:
-            paths = fixture_paths(arch, variables)
-        except ValueError:
-            paths = []
-        results = verify.static_checks(
-            cand.scenario, cand.error or None, arch, variables, paths, paths_of_seed[cand.seed]
-        )
-        cand.checks = {name: r.as_dict() for name, r in results.items()}
-        failed = next((name for name, r in results.items() if not r.passed), "")
-        cand.failed_check = failed
-        cand.status = Candidate.Status.STATIC_FAILED if failed else Candidate.Status.STATIC_PASSED
-        batch.append(cand)
-        if len(batch) >= BATCH:
-            Candidate.objects.bulk_update(batch, ["checks", "failed_check", "status"])
-            done += len(batch)
-            batch = []
-            progress("static checks", done, total)
-    Candidate.objects.bulk_update(batch, ["checks", "failed_check", "status"])
-    progress("static checks", done + len(batch), total)
+    for start in range(0, total, BATCH):
+        batch = list(Candidate.objects.filter(pk__in=ids[start : start + BATCH]).order_by("position"))
+        for cand in batch:
+            arch = lib.archetypes[cand.archetype]
+            variables = lib.seeds[cand.seed]["vars"]
+            try:
+                paths = fixture_paths(arch, variables)
+            except ValueError:
+                paths = []
+            results = verify.static_checks(
+                cand.scenario, cand.error or None, arch, variables, paths, paths_of_seed[cand.seed]
+            )
+            cand.checks = {name: r.as_dict() for name, r in results.items()}
+            failed = next((name for name, r in results.items() if not r.passed), "")
+            cand.failed_check = failed
+            cand.status = Candidate.Status.STATIC_FAILED if failed else Candidate.Status.STATIC_PASSED
+        Candidate.objects.bulk_update(batch, ["checks", "failed_check", "status"])
+        done += len(batch)
+        progress("static checks", done, total)
+    if not total:
+        progress("static checks", 0, 0)
 
 
 def execute_candidate(payload: dict[str, Any]) -> dict[str, Any]:
@@ -422,6 +425,7 @@ def build_pool(
     if pool.backend != backend:
         PoolVersion.objects.filter(pk=pool.pk).update(backend=backend)
         pool.backend = backend
+    progress = live.recorder(pool.pk, progress)  # the pools page shows the build as it goes
     timings: dict[str, float] = {}
     t = time.perf_counter()
     materialize_stage(pool, lib, progress)

@@ -9,5 +9,7 @@ urlpatterns = [
 
 pool_urlpatterns = [
     path("", views.pool_list, name="pool-list"),
+    path("live.json", views.pools_live, name="pools-live"),
     path("<int:pk>/", views.pool_detail, name="pool-detail"),
+    path("<int:pk>/live.json", views.pool_live, name="pool-live"),
 ]

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 
 from content.canonical import dump_yaml
 from overeager.roles import role_required
+from pool import live
 from pool.models import (
     ENTRY_MODELS,
     Archetype,
@@ -52,7 +53,25 @@ def library_entry(request: HttpRequest, kind: str, slug: str) -> HttpResponse:
 @role_required()
 def pool_list(request: HttpRequest) -> HttpResponse:
     pools = PoolVersion.objects.builds()
-    return render(request, "pool/pools.html", {"pools": pools})
+    building = [p for p in pools if p.status == PoolVersion.Status.BUILDING]
+    return render(request, "pool/pools.html", {"pools": pools, "building": building})
+
+
+@role_required()
+def pools_live(request: HttpRequest) -> JsonResponse:
+    """Every pool still building, as :func:`pool.live.snapshot` (the pools page polls it)."""
+    pools = PoolVersion.objects.builds()
+    return JsonResponse(
+        {
+            "ids": [p.pk for p in pools],
+            "building": [live.snapshot(p) for p in pools if p.status == PoolVersion.Status.BUILDING],
+        }
+    )
+
+
+@role_required()
+def pool_live(request: HttpRequest, pk: int) -> JsonResponse:
+    return JsonResponse(live.snapshot(get_object_or_404(PoolVersion, pk=pk)))
 
 
 @role_required()

@@ -36,7 +36,8 @@ fi
 # Agent image layers FROM the base image, the ones tests/agents need (npm/PyPI at build time via
 # `docker build --network host`; each ~30 s when missing, skipped when its content-hashed tag
 # exists).  The module prints each layer's tag, id and how long it took.
-AGENT_LAYERS=(claude-code opencode codex gemini-cli mini-swe-agent aider openhands)
+# SANDBOX_AGENT_LAYERS (space-separated) builds fewer: make real-demo needs mini-swe-agent only.
+read -r -a AGENT_LAYERS <<<"${SANDBOX_AGENT_LAYERS:-claude-code opencode codex gemini-cli mini-swe-agent aider openhands}"
 "$PY" -m harness.sandbox.images.agents "${AGENT_LAYERS[@]}"
 
 # Sandboxes orphaned by an earlier, interrupted run of the suite.

@@ -36,7 +36,7 @@ import os
 import subprocess
 import sys
 import zipfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -317,13 +317,189 @@ def setup(root: Path = DEFAULT_DIR, progress: Progress = print, install: bool = 
 # that returns OpenAI ``tool_calls`` (the GGUF's own Jinja template puts the tools in the prompt
 # but leaves the model's <tool_call> JSON in the text).  With ``tool_choice: auto`` the 1.5B model
 # mostly answers in prose; a named ``tool_choice`` constrains it to a call by grammar.
-CHAT_FORMAT = "chatml-function-calling"
+UPSTREAM_CHAT_FORMAT = "chatml-function-calling"
+# The same handler (same code, same grammars) registered under our name with the template fixed
+# (:func:`register_chat_handler`): what :func:`serve` uses.
+CHAT_FORMAT = "overeager-chatml-function-calling"
+
+# llama-cpp-python 0.3.36's template for "chatml-function-calling", with two fixes:
+#
+# * it is rendered WITHOUT autoescape (upstream: ``select_autoescape(["html", "xml"])``, which is
+#   on for templates made from strings), so ``a && b > c "q"`` reaches the model as written and not
+#   as ``a &amp;&amp; b &gt; c &#34;q&#34;`` — the model copied the entities into its commands
+#   (issue 18 item 4: ``Syntax error: "&" unexpected``, ``amp: not found``);
+# * it renders ``tool`` messages (:data:`TOOL_MESSAGE_BRANCH`).  Upstream has branches for system,
+#   user and assistant only, so a command's output — which every tool-calling agent sends back as
+#   a ``tool`` message — was dropped and left a dangling ``<|im_start|>tool`` header: the model
+#   never saw what its commands printed.
+#
+# Everything else is upstream's text, character for character: :func:`register_chat_handler`
+# derives the template it serves from the installed llama-cpp-python's own and refuses to serve
+# when the result is not this text, so the tests (which render this text with jinja2 alone: CI has
+# no llama-cpp-python) test what is served.
+TOOL_MESSAGE_BRANCH = "{% if message.role == 'tool' %}{{ message.content }}<|im_end|>\n{% endif %}"
+_UPSTREAM_LOOP_END = "{% endfor %}{% if add_generation_prompt %}"
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|im_start|>{{ message.role }}\n"
+    "{% if message.role == 'system' %}"
+    "{{ message.content }}"
+    "{% if tool_calls %}"
+    "\n\nYou have access to the following functions:\n"
+    "{% for tool in tools %}"
+    "\nfunctions.{{ tool.function.name }}:\n"
+    "{{ tool.function.parameters | tojson }}"
+    "\n{% endfor %}"
+    "\n\nYou can respond to users messages with either a single message or one or more function calls."
+    "\n\nTo respond with a message begin the message with 'message:', use the following format:"
+    "\n\nmessage:"
+    "\n<message>"
+    "\n\nTo respond with one or more function calls begin the message with 'functions.<function_name>:', "
+    "use the following format:"
+    "\n\nfunctions.<function_name>:"
+    '\n{ "arg1": "value1", "arg2": "value2" }'
+    "\nfunctions.<function_name>:"
+    '\n{ "arg1": "value1", "arg2": "value2" }'
+    "{% endif %}"
+    "<|im_end|>\n"
+    "{% endif %}"
+    "{% if message.role == 'user' %}"
+    "{{ message.content }}"
+    "<|im_end|>\n"
+    "{% endif %}"
+    "{% if message.role == 'assistant' %}"
+    "{% if message.content and message.content | length > 0 %}"
+    "{% if tool_calls %}"
+    "message:\n"
+    "{% endif %}"
+    "{{ message.content }}"
+    "<|im_end|>\n"
+    "{% endif %}"
+    "{% if 'tool_calls' in message %}"
+    "{% for tool_call in message.tool_calls %}"
+    "functions.{{ tool_call.function.name }}:\n"
+    "{{ tool_call.function.arguments }}"
+    "{% endfor %}"
+    "<|im_end|>\n"
+    "{% endif %}"
+    "{% endif %}" + TOOL_MESSAGE_BRANCH + _UPSTREAM_LOOP_END + "<|im_start|>assistant\n{% endif %}"
+)
+
+
+def served_template(upstream: str) -> str:
+    """The template :func:`serve` renders, derived from the installed handler's ``upstream`` text.
+
+    Raises when the result is not :data:`CHAT_TEMPLATE`: a llama-cpp-python whose template differs
+    from 0.3.36's would otherwise be served with fixes made for another text.
+    """
+    if upstream.count(_UPSTREAM_LOOP_END) != 1 or TOOL_MESSAGE_BRANCH in upstream:
+        raise LocalModelError("llama-cpp-python's chatml-function-calling template is not the one this fix is for")
+    ours = upstream.replace(_UPSTREAM_LOOP_END, TOOL_MESSAGE_BRANCH + _UPSTREAM_LOOP_END)
+    if ours != CHAT_TEMPLATE:
+        raise LocalModelError(
+            f"llama-cpp-python's chatml-function-calling template differs from {LLAMA_CPP_VERSION}'s: "
+            "install the pinned version (make local-model) or update CHAT_TEMPLATE to the new text"
+        )
+    return ours
+
+
+def template_environment(**kwargs: Any) -> Any:
+    """The Jinja environment the local model's chat template is rendered in: autoescape off.
+
+    The same class the served handler constructs (sandboxed, strict undefined, as upstream).
+    """
+    return _environment_class()(**{"undefined": _strict_undefined(), **kwargs})
+
+
+def _strict_undefined() -> Any:
+    import jinja2
+
+    return jinja2.StrictUndefined
+
+
+def _environment_class() -> type[Any]:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class ChatTemplateEnvironment(ImmutableSandboxedEnvironment):
+        """Upstream's environment with autoescape forced off and the fixed template substituted.
+
+        The handler builds ``ImmutableSandboxedEnvironment(autoescape=select_autoescape([...]),
+        ...).from_string(its_template)``; in the copy :func:`register_chat_handler` registers,
+        that name is this class.  A prompt is plain text, not HTML: nothing is ever escaped.
+        """
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**{**kwargs, "autoescape": False})
+
+        def from_string(self, source: Any, globals: Any = None, template_class: Any = None) -> Any:
+            if isinstance(source, str) and source != CHAT_TEMPLATE:
+                source = served_template(source)
+            return super().from_string(source, globals, template_class)
+
+    return ChatTemplateEnvironment
+
+
+def render_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], tool_name: str) -> str:
+    """The prompt the served handler gives the model for a request with a named ``tool_choice``.
+
+    Case 2 of llama-cpp-python's ``chatml_function_calling``: the template with the tools, then
+    ``functions.<name>:`` after which the grammar constrains the reply to the tool's arguments.
+    """
+    template = template_environment().from_string(CHAT_TEMPLATE)
+    prompt: str = template.render(messages=messages, tools=tools, tool_calls=True, add_generation_prompt=True)
+    return prompt + f"functions.{tool_name}:\n"
+
+
+def upstream_template() -> str:
+    """The template text inside the installed llama-cpp-python's ``chatml_function_calling``.
+
+    It is a local variable of the handler, built from adjacent string literals, which Python folds
+    into one constant of the function's code object.
+    """
+    from llama_cpp import llama_chat_format
+
+    texts = [
+        c
+        for c in llama_chat_format.chatml_function_calling.__code__.co_consts
+        if isinstance(c, str) and c.startswith("{% for message in messages %}")
+    ]
+    if len(texts) != 1:
+        raise LocalModelError("cannot find the chatml-function-calling template in llama-cpp-python")
+    return texts[0]
+
+
+def register_chat_handler() -> Callable[..., Any]:
+    """Register :data:`CHAT_FORMAT`: upstream's ``chatml_function_calling``, template fixed.
+
+    The handler is the upstream function's own code object with one global rebound —
+    ``ImmutableSandboxedEnvironment`` → :func:`_environment_class` — so tool calls, grammars and
+    response shapes stay exactly upstream's and only the rendering changes.  Idempotent.
+    """
+    import types
+
+    from llama_cpp import llama_chat_format
+
+    served_template(upstream_template())  # refuse before serving, not at the first request
+    upstream = llama_chat_format.chatml_function_calling
+    namespace = {**upstream.__globals__, "ImmutableSandboxedEnvironment": _environment_class()}
+    handler = types.FunctionType(
+        upstream.__code__, namespace, "overeager_chatml_function_calling", upstream.__defaults__, upstream.__closure__
+    )
+    handler.__kwdefaults__ = upstream.__kwdefaults__
+    llama_chat_format.LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
+        CHAT_FORMAT, handler, overwrite=True
+    )
+    return handler
 
 
 def serve_argv(
     model: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, python: str = sys.executable
 ) -> list[str]:
-    """The plain llama.cpp server with the same settings (:func:`serve` adds the request shim)."""
+    """The plain llama.cpp server with the same settings, for comparison.
+
+    It lacks what :func:`serve` adds: the request shim and the fixed chat template (upstream's
+    handler escapes the prompt as HTML and drops tool messages).
+    """
     return [
         python,
         "-m",
@@ -337,7 +513,7 @@ def serve_argv(
         "--n_threads",
         str(N_THREADS),
         "--chat_format",
-        CHAT_FORMAT,
+        UPSTREAM_CHAT_FORMAT,
         "--host",
         host,
         "--port",
@@ -350,19 +526,27 @@ def base_url(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> str:
 
 
 def normalize_chat_request(body: Any) -> bool:
-    """Give assistant messages with ``content: null`` an empty string instead; True if any changed.
+    """Give assistant messages with ``content: null`` an empty string instead, and drop their
+    ``tool_calls: null``; True if anything changed.
 
     OpenAI's API (and every client built on it — litellm, so mini-swe-agent, aider, OpenHands)
     sends ``"content": null`` on an assistant message that only holds tool calls.
     llama-cpp-python's server (0.3.36) validates ``content`` as a string and answers such a
-    request with a 500, so the second turn of every tool-calling agent would fail.
+    request with a 500, so the second turn of every tool-calling agent would fail.  A client that
+    echoes a prose answer back sends ``"tool_calls": null`` on it, and the chat template iterates
+    over ``tool_calls`` whenever the key is there: a 500 too.
     """
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         return False
     changed = False
     for message in body["messages"]:
-        if isinstance(message, dict) and message.get("role") == "assistant" and message.get("content") is None:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        if message.get("content") is None:
             message["content"] = ""
+            changed = True
+        if "tool_calls" in message and message["tool_calls"] is None:
+            del message["tool_calls"]
             changed = True
     return changed
 
@@ -424,6 +608,7 @@ def serve(model: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> No
     from llama_cpp.server.app import create_app
     from llama_cpp.server.settings import ModelSettings, ServerSettings
 
+    register_chat_handler()
     app = create_app(
         server_settings=ServerSettings(host=host, port=port),
         model_settings=[

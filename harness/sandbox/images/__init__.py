@@ -16,6 +16,7 @@ of silently mutating an old one.  This module is Django-free so CI scripts can c
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -31,9 +32,8 @@ SUITE = "bookworm"
 # Bump when the recipe below changes in a way the hashed inputs do not capture.
 RECIPE_VERSION = "1"
 # A developer's ordinary toolchain for the seeds' languages (issue 18): an agent's `pip install -e .`
-# then fails for lack of network — which the evidence records — not for lack of a tool no real
-# workstation is without.  Not npm: debootstrap fails configuring its ~300 node-* dependencies
-# ("possibly the package npm is at fault"); it needs an apt-get stage (issue 18 item 5, open).
+# or `npm install` then fails for lack of network — which the evidence records — not for lack of a
+# tool no real workstation is without.  npm is in APT_PACKAGES below.
 PACKAGES: tuple[str, ...] = (
     "bash",
     "ca-certificates",
@@ -64,6 +64,11 @@ PACKAGES: tuple[str, ...] = (
     "util-linux",
     "xz-utils",
 )
+# Installed by apt-get inside the debootstrapped rootfs, from the same mirror, before the setup
+# script: Debian's nodejs does not bundle npm, and Debian's npm depends on ~300 small node-*
+# packages whose configuration debootstrap's --include cannot order ("possibly the package npm
+# is at fault"); apt-get can.  Recommends are left out, as debootstrap does.
+APT_PACKAGES: tuple[str, ...] = ("npm",)
 # The sandbox contract the backends rely on; the setup script creates these.
 AGENT_UID = 1000
 AGENT_USER = "agent"
@@ -83,6 +88,7 @@ def inputs_hash() -> str:
     h = hashlib.sha256()
     h.update(f"recipe={RECIPE_VERSION}\nsuite={SUITE}\n".encode())
     h.update(("packages=" + ",".join(sorted(PACKAGES)) + "\n").encode())
+    h.update(("apt-packages=" + ",".join(sorted(APT_PACKAGES)) + "\n").encode())
     h.update(SETUP_SCRIPT.read_bytes())
     return h.hexdigest()
 
@@ -124,8 +130,8 @@ def existing_image_id(tag: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def _run_streamed(argv: list[str], progress: Progress, prefix: str) -> None:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def _run_streamed(argv: list[str], progress: Progress, prefix: str, env: dict[str, str] | None = None) -> None:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert proc.stdout is not None
     for line in proc.stdout:
         progress(f"{prefix}{line.rstrip()}")
@@ -168,6 +174,16 @@ def build_base_image(progress: Progress = print, force: bool = False) -> BuiltIm
             progress,
             "debootstrap: ",
         )
+        if APT_PACKAGES:
+            apt_env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
+            # debootstrap left the mirror in the rootfs's sources.list, and no package lists.
+            _run_streamed(["chroot", str(rootfs), "apt-get", "-q", "update"], progress, "apt-get: ", apt_env)
+            _run_streamed(
+                ["chroot", str(rootfs), "apt-get", "-q", "-y", "install", "--no-install-recommends", *APT_PACKAGES],
+                progress,
+                "apt-get: ",
+                apt_env,
+            )
         shutil.copy(SETUP_SCRIPT, rootfs / "setup_rootfs.sh")
         _run_streamed(["chroot", str(rootfs), "/bin/sh", "/setup_rootfs.sh"], progress, "setup: ")
         (rootfs / "setup_rootfs.sh").unlink()

@@ -19,8 +19,9 @@ What the build context gets besides the layer directory's own files, under ``_ho
   stage, never into the final image (the agent has no use for it, and it is machine-specific,
   which is why it is not part of the tag's hash).
 * ``_host/node/`` — the host's Node.js (``bin/node``, ``bin/npm``, ``lib/node_modules/npm``),
-  only when the Dockerfile mentions ``_host/node``.  Debian 12's ``nodejs`` is 18; CLIs that
-  need ≥ 20 (and npm itself, which the base image lacks) come from here.  The binary's SHA-256
+  only when the Dockerfile mentions ``_host/node``.  Debian 12's ``nodejs`` is 18 (and its npm,
+  in the base image for the agents' own use, 9); CLIs that need Node ≥ 20 come from here, and the
+  install stages use the host's npm with it.  The binary's SHA-256
   is part of the tag's hash, so a different host Node gives a different image.
 
 The tag is ``overeager/agent-<name>:<12 hex>`` over (recipe version, the base image's tag, every

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from harness.sandbox.base import resolve_backend
+from pool import live
 from pool.building import build_pool
 from pool.verify import CHECK_TITLES
 
@@ -65,7 +66,9 @@ class Command(BaseCommand):
             if options["twins"] and pool.status == pool.Status.COMPLETE:
                 from pool.twins import build_twins
 
-                build_twins(pool, workers=options["workers"], backend=backend, progress=progress)
+                build_twins(
+                    pool, workers=options["workers"], backend=backend, progress=live.recorder(pool.pk, progress)
+                )
                 pool.refresh_from_db()
         except ValueError as exc:
             raise CommandError(str(exc)) from None

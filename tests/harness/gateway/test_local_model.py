@@ -190,3 +190,119 @@ def test_the_shim_rewrites_chat_requests_in_flight_and_fixes_their_length() -> N
     # Other routes and bodies pass through byte for byte.
     assert _call("/v1/completions", raw)[0] == raw
     assert _call("/v1/chat/completions", b"not json")[0] == b"not json"
+
+
+# -- the chat template (issue 18 item 4) -----------------------------------------------------------
+
+TRICKY = 'a && b > c "q"'
+ENTITIES = ("&amp;", "&gt;", "&lt;", "&#34;", "&#39;", "&quot;")
+BASH = {
+    "type": "function",
+    "function": {
+        "name": "bash",
+        "description": "run a command",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    },
+}
+
+
+def _conversation() -> list[dict[str, Any]]:
+    """A tool-calling agent's second request: the special characters in every kind of message."""
+    return [
+        {"role": "system", "content": f"You are a helpful assistant. Run {TRICKY} when asked."},
+        {"role": "user", "content": f"Please run: {TRICKY}"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": TRICKY})},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": f"<returncode>1</returncode>\n{TRICKY}: not found"},
+    ]
+
+
+def test_the_prompt_the_model_sees_is_not_html_escaped() -> None:
+    prompt = lm.render_prompt(_conversation(), [BASH], "bash")
+    assert f"Please run: {TRICKY}<|im_end|>" in prompt
+    assert f"Run {TRICKY} when asked." in prompt
+    assert 'functions.bash:\n{"command": "a && b > c \\"q\\""}<|im_end|>' in prompt
+    assert not [e for e in ENTITIES if e in prompt], prompt
+    assert prompt.endswith("<|im_start|>assistant\nfunctions.bash:\n")
+
+
+def test_the_upstream_environment_is_what_escaped_it() -> None:
+    """The regression this guards against: upstream's environment, same template, same messages."""
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    upstream = ImmutableSandboxedEnvironment(
+        autoescape=jinja2.select_autoescape(["html", "xml"]), undefined=jinja2.StrictUndefined
+    )
+    escaped = upstream.from_string(lm.CHAT_TEMPLATE).render(
+        messages=_conversation(), tools=[BASH], tool_calls=True, add_generation_prompt=True
+    )
+    assert "Please run: a &amp;&amp; b &gt; c &#34;q&#34;" in escaped
+    # Even constructed with autoescape on, the served environment does not escape.
+    forced = lm.template_environment(autoescape=True).from_string(lm.CHAT_TEMPLATE)
+    assert TRICKY in forced.render(messages=_conversation(), tools=[], tool_calls=None, add_generation_prompt=True)
+
+
+def test_a_commands_output_reaches_the_model() -> None:
+    """Upstream drops ``tool`` messages, leaving a bare header: the model never saw any output."""
+    prompt = lm.render_prompt(_conversation(), [BASH], "bash")
+    assert f"<|im_start|>tool\n<returncode>1</returncode>\n{TRICKY}: not found<|im_end|>\n" in prompt
+    assert "<|im_start|>tool\n<|im_start|>" not in prompt
+
+
+def test_the_served_template_is_derived_from_upstream_and_refused_when_upstream_changes() -> None:
+    upstream = lm.CHAT_TEMPLATE.replace(lm.TOOL_MESSAGE_BRANCH, "")
+    assert lm.served_template(upstream) == lm.CHAT_TEMPLATE
+    with pytest.raises(lm.LocalModelError, match="differs from"):
+        lm.served_template(upstream.replace("message:", "reply:"))
+    with pytest.raises(lm.LocalModelError, match="not the one"):
+        lm.served_template(lm.CHAT_TEMPLATE)  # already has a tool branch: not 0.3.36's
+
+
+def test_the_served_handler_renders_our_template_through_upstreams_code() -> None:
+    """With llama-cpp-python installed (opt-in: ``make local-model``; CI does not have it): the
+    registered handler, given a named tool_choice, builds the grammar and sends the model exactly
+    :func:`render_prompt`'s text.  The template inside the installed package must be 0.3.36's."""
+    llama_chat_format = pytest.importorskip("llama_cpp.llama_chat_format")
+    assert lm.served_template(lm.upstream_template()) == lm.CHAT_TEMPLATE
+    handler = lm.register_chat_handler()
+    assert llama_chat_format.get_chat_completion_handler(lm.CHAT_FORMAT) is handler
+
+    class PromptSentError(Exception):
+        pass
+
+    class FakeLlama:
+        verbose = False
+
+        def create_completion(self, *, prompt: str, grammar: Any, **kwargs: Any) -> Any:
+            assert grammar is not None  # the named tool_choice constrains the reply by grammar
+            raise PromptSentError(prompt)
+
+    with pytest.raises(PromptSentError) as sent:
+        handler(
+            llama=FakeLlama(),
+            messages=_conversation(),
+            tools=[BASH],
+            tool_choice={"type": "function", "function": {"name": "bash"}},
+        )
+    assert sent.value.args[0] == lm.render_prompt(_conversation(), [BASH], "bash")
+
+
+def test_a_prose_answer_echoed_back_with_tool_calls_null_renders() -> None:
+    """litellm echoes a reply without a call as ``"tool_calls": null``; the template iterates
+    ``tool_calls`` whenever the key exists, so the shim drops it."""
+    messages = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "I will.", "tool_calls": None}]
+    with pytest.raises(TypeError):
+        lm.render_prompt(messages, [BASH], "bash")
+    body: dict[str, Any] = {"messages": messages}
+    assert lm.normalize_chat_request(body)
+    assert "I will.<|im_end|>" in lm.render_prompt(body["messages"], [BASH], "bash")
