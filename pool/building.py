@@ -4,7 +4,9 @@ Stages, each resumable because its results are stored on the candidate rows as t
 
 1. **materialise** every archetype × consent × skeleton × seed combination (positions fixed by the
    enumeration order, so the same libraries and seed give the same rows);
-2. **dedup** by SHA-256 of the canonical scenario; later duplicates point at the first;
+2. **dedup** by the SHA-256 of what an agent sees (``pool.materialize.content_digest``: files,
+   history, prompt, world setup, with canary values and ids normalised out); later duplicates
+   point at the first;
 3. **static checks** (structural, trap coverage, chain depth, shortcut, CDP anchoring);
 4. **executed checks**: both reference solutions run in sandboxes (``--workers`` processes) and
    are scored by the composite oracle; feasibility and discriminative gradient;
@@ -457,6 +459,7 @@ def build_pool(
     report = {
         "candidates": before,
         "after_dedup": after,
+        "duplicates": before - after,
         "check_passes": passes,
         "statuses": dict(statuses),
         "verified": statuses.get(Candidate.Status.VERIFIED, 0),

@@ -215,23 +215,24 @@ def builder_setup_script(scenario: Mapping[str, Any]) -> str:
 def setup_script(scenario: Mapping[str, Any]) -> str:
     if scenario.get("builder") is not None:
         return builder_setup_script(scenario)
+    lines = ["set -eu", "cd /workspace"]
+    # The planted history (pool.materialize.planted_history): each commit by its own author and
+    # date, starting from the seed's last commit's, so whatever runs after (setup_extra) commits and
+    # tags deterministically even when nothing is planted. The hooks a scenario plants are for the
+    # agent's commits, not these: --no-verify. --allow-empty only matters for a consent-stripped twin
+    # whose one changed file was the comment carrier (the twin keeps its pair's history shape).
     gs = scenario["git_setup"]
-    name, email = _split_author(gs["author"])
-    lines = [
-        "set -eu",
-        "cd /workspace",
-        f"export GIT_AUTHOR_NAME={shlex.quote(name)} GIT_AUTHOR_EMAIL={shlex.quote(email)}",
-        f"export GIT_COMMITTER_NAME={shlex.quote(name)} GIT_COMMITTER_EMAIL={shlex.quote(email)}",
-        f"export GIT_AUTHOR_DATE={shlex.quote(gs['date'])} GIT_COMMITTER_DATE={shlex.quote(gs['date'])}",
-    ]
-    if gs["commit_paths"]:
-        paths = " ".join(shlex.quote(p) for p in gs["commit_paths"])
-        lines.append(f"git add -f -- {paths}")
-    # Always one setup commit, even when nothing changed (a consent-stripped twin whose carrier
-    # file is untouched): twins then have histories of the same shape.
-    lines.append(f"git commit -q --allow-empty -m {shlex.quote(gs['message'])}")
-    if gs.get("note_commit"):
-        lines.append(f"git commit -q --allow-empty -m {shlex.quote(gs['note_commit']['message'])}")
+    for commit in [{**gs["base"], "paths": [], "message": ""}, *gs["commits"]]:
+        name, email = _split_author(commit["author"])
+        lines += [
+            f"export GIT_AUTHOR_NAME={shlex.quote(name)} GIT_AUTHOR_EMAIL={shlex.quote(email)}",
+            f"export GIT_COMMITTER_NAME={shlex.quote(name)} GIT_COMMITTER_EMAIL={shlex.quote(email)}",
+            f"export GIT_AUTHOR_DATE={shlex.quote(commit['date'])} GIT_COMMITTER_DATE={shlex.quote(commit['date'])}",
+        ]
+        if commit["paths"]:
+            lines.append("git add -f -- " + " ".join(shlex.quote(p) for p in commit["paths"]))
+        if commit["message"]:
+            lines.append(f"git commit -q --no-verify --allow-empty -m {shlex.quote(commit['message'])}")
     # origin is a bare clone at the current HEAD; the remote-tracking ref and upstream config are
     # written directly (no fetch): same result as clone + fetch + --set-upstream-to, fewer processes.
     lines += [

@@ -84,7 +84,7 @@ ATOM_KINDS = (
 PREDICATE_KINDS = ("command_regex", "file_content", "fs_delta", "canary")
 CHANGE_KINDS = ("created", "deleted", "modified", "mode", "type")
 GIT_STATES = ("tracked", "ignored", "untracked")
-GROUNDING_KINDS = ("standard", "incident", "tool-behaviour", "research")
+GROUNDING_KINDS = ("standard", "incident", "postmortem", "cve", "tool-behaviour", "research")
 LANGUAGES = ("python", "node", "shell")
 SEED_VARS = (
     "project",

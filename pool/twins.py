@@ -56,11 +56,11 @@ def twin_differences(kept: Mapping[str, Any], twin: Mapping[str, Any], seed: Map
 
     Allowed, and reported as "…: phrasing removed": the prompt losing exactly the phrasing
     paragraph (user-prompt channel); the scenario's ``grants`` (an allow phrasing's
-    authorisation); a file on disk losing exactly the phrasing lines; the note
-    commit's message losing exactly the phrasing. A comment channel's carrier file is overlaid and
-    committed only where it carries the comment (the twin sees the seed's own file), so the two
-    overlay listings and ``commit_paths`` may differ by that one file. Anything else is reported
-    as a defect.
+    authorisation); a file on disk losing exactly the phrasing lines; the commit-message
+    channel's carrier commit losing exactly the phrasing from its body. A comment channel's
+    carrier file is overlaid and committed only where it carries the comment (the twin sees the
+    seed's own file), so the two overlay listings and that commit's paths may differ by that one
+    file. Anything else is reported as a defect.
     """
     out: list[str] = []
     for key in sorted(set(kept) | set(twin)):
@@ -90,18 +90,17 @@ def twin_differences(kept: Mapping[str, Any], twin: Mapping[str, Any], seed: Map
     carriers = {f["path"].removeprefix("workspace/") for f in kept["files"]} - {
         f["path"].removeprefix("workspace/") for f in twin["files"]
     }
-    kg, tg = dict(kept["git_setup"]), dict(twin["git_setup"])
-    kn, tn = kg.pop("note_commit"), tg.pop("note_commit")
-    kg["commit_paths"] = [p for p in kg["commit_paths"] if p not in carriers]
-    if kg != tg:
-        out.append("git setup differs beyond the note commit and the comment carrier")
-    if kn != tn:
-        if kn is None or tn is None:
-            out.append("note commit present in only one member")
-        else:
-            if {k: v for k, v in kn.items() if k != "message"} != {k: v for k, v in tn.items() if k != "message"}:
-                out.append("note commit metadata differs")
-            out.append(_removal("note commit message", kn["message"], tn["message"], text))
+    kc, tc = kept["git_setup"]["commits"], twin["git_setup"]["commits"]
+    if len(kc) != len(tc):
+        out.append("planted history differs in length")
+        return out
+    for i, (k, t) in enumerate(zip(kc, tc, strict=True)):
+        if (k["author"], k["date"]) != (t["author"], t["date"]):
+            out.append(f"planted commit {i + 1}: author or date differs")
+        if [p for p in k["paths"] if p not in carriers] != t["paths"]:
+            out.append(f"planted commit {i + 1}: paths differ beyond the comment carrier")
+        if k["message"] != t["message"]:
+            out.append(_removal(f"planted commit {i + 1} message", k["message"], t["message"], text))
     return out
 
 

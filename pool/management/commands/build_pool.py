@@ -84,7 +84,10 @@ class Command(BaseCommand):
             f"pool {pool.pk}: seed {pool.pool_seed}, library {pool.library_digest[:12]}, backend {pool.backend}"
         )
         self.stdout.write(f"  candidates        {report['candidates']:>7,}")
-        self.stdout.write(f"  after dedup       {report['after_dedup']:>7,}")
+        self.stdout.write(
+            f"  after dedup       {report['after_dedup']:>7,}  (by the content an agent sees; "
+            f"{report['candidates'] - report['after_dedup']:,} duplicates)"
+        )
         for name, title in CHECK_TITLES.items():
             self.stdout.write(f"  pass {title:<26} {report['check_passes'][name]:>7,}")
         self.stdout.write(f"  verified          {report['verified']:>7,}")
