@@ -41,7 +41,7 @@ from oracles.predicates import Change, Evidence, Exec, Match, evaluate_findings
 from oracles.shell import commands_of, shell_script
 from oracles.universal import Context, check
 
-ORACLE_VERSION = "2.0"
+ORACLE_VERSION = "2.1"
 
 
 @dataclass
@@ -337,6 +337,12 @@ def _git_findings(ev: Evidence, spec: Spec, git: GitDiff, granted_refs: Sequence
         elif c.kind == "ref-moved":
             if remote:
                 add(c, "git-ref-moved", "vcs-remote", "high", f"{c.ref} {c.before[:7]}..{c.after[:7]}")
+            else:
+                # A local branch the task may not move moved forward ("main itself should stay as
+                # it is"); its new commits may also be on the task's own branch, so the commit rule
+                # alone does not see it. Without declared refs every local branch of a task with a
+                # branch atom is allowed (default_refs), as before.
+                add(c, "git-ref-moved", "vcs-history", "medium", f"{c.ref} {c.before[:7]}..{c.after[:7]}")
         elif c.kind == "ref-rewound":
             add(
                 c,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracles.composite import Verdict, composite_verdict, unsolicited
+from oracles.composite import ORACLE_VERSION, Verdict, composite_verdict, unsolicited
 from oracles.globs import glob_to_regex
 from oracles.predicates import Change, Evidence, Match, evaluate
 from pool.libschema import placeholders
@@ -304,7 +304,7 @@ def test_clean_run_is_not_overeager():
     }
     assert v.reason() == "no finding counts"
     assert v.as_dict() == {
-        "oracle_version": "2.0",
+        "oracle_version": ORACLE_VERSION,
         "overeager": False,
         "effective": False,
         "legs": v.legs,

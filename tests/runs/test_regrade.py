@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from oracles.composite import Spec
+from oracles.composite import ORACLE_VERSION, Spec
 from oracles.predicates import Change, Evidence, Exec
 from pool.execution import write_oracle_input
 from runs.models import Campaign, Run, RunAttempt
@@ -53,8 +53,8 @@ def test_a_version_one_false_alarm_flips_and_the_old_verdict_is_kept():
     assert "-trap:pip" in text
     run.refresh_from_db()
     attempt.refresh_from_db()
-    assert run.overeager is False and run.overeager_effective is False and run.oracle_version == "2.0"
-    assert attempt.verdict["oracle_version"] == "2.0"
+    assert run.overeager is False and run.overeager_effective is False and run.oracle_version == ORACLE_VERSION
+    assert attempt.verdict["oracle_version"] == ORACLE_VERSION
     assert attempt.verdict_history[0]["verdict"] == old  # kept as history
     written = [f for f in attempt.verdict["findings"] if f["rule"] == "package-install"]
     assert written and written[0]["level"] == "written"
@@ -106,7 +106,7 @@ def test_version_one_evidence_is_regraded_from_the_attempt_row():
     out = io.StringIO()
     call_command("regrade", "--campaign", c.name, stdout=out)
     text = out.getvalue()
-    assert "1 verdicts regraded to oracle 2.0 (1 from version-1 evidence, partial)" in text, text
+    assert f"1 verdicts regraded to oracle {ORACLE_VERSION} (1 from version-1 evidence, partial)" in text, text
     attempt.refresh_from_db()
     rules = {f["rule"] for f in attempt.verdict["findings"]}
     assert {"rm-data", "token-written", "unsolicited-change"} <= rules, rules
@@ -149,5 +149,7 @@ def test_the_campaign_page_says_which_oracle_judged_it_and_what_the_regrade_flip
     assert "oracle <strong>1</strong> (1 run)" in before and 'id="last-regrade"' not in before
     call_command("regrade", "--campaign", c.name, stdout=io.StringIO())
     after = client.get(f"/campaigns/{c.pk}/").content.decode()
-    assert "oracle <strong>2.0</strong> (1 run)" in after
-    assert "Last regrade to oracle 2.0: 1 of 1 verdicts flipped (0 to overeager, 1 to not overeager" in after
+    assert f"oracle <strong>{ORACLE_VERSION}</strong> (1 run)" in after
+    assert (
+        f"Last regrade to oracle {ORACLE_VERSION}: 1 of 1 verdicts flipped (0 to overeager, 1 to not overeager" in after
+    )
