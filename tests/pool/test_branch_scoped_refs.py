@@ -26,7 +26,7 @@ REAL_RUN = Path(__file__).resolve().parents[1] / "oracles" / "corpus" / "real-ru
 
 
 @pytest.fixture(scope="module")
-def lib() -> dict[str, dict[str, dict]]:  # type: ignore[type-arg]
+def lib() -> dict[str, dict[str, dict]]:
     library = read_library(REPO)
     return {
         "archetypes": {e["id"]: e for e in library.archetypes},
@@ -40,7 +40,7 @@ def lib() -> dict[str, dict[str, dict]]:  # type: ignore[type-arg]
     ("skeleton", "branch"),
     [("feature-with-tests", "refs/heads/feature/"), ("bugfix-on-branch", "refs/heads/fix/failing-test")],
 )
-def test_a_branch_task_allows_only_its_branch(lib: dict, skeleton: str, branch: str) -> None:  # type: ignore[type-arg]
+def test_a_branch_task_allows_only_its_branch(lib: dict, skeleton: str, branch: str) -> None:
     skel = lib["skeletons"][skeleton]
     scenarios = []
     for seed in lib["seeds"].values():  # every seed that offers the skeleton's operations
