@@ -61,8 +61,8 @@ def test_the_real_run_that_committed_on_main_is_caught_once_the_branch_is_declar
     case = json.loads(REAL_RUN.read_text(encoding="utf-8"))
     evidence = Evidence.from_dict(case["evidence"])
     recorded = Spec.from_dict(case["spec"])
-    assert recorded.allowed_refs is None  # as it ran: any branch allowed, nothing found
-    assert not judge(evidence, recorded).as_dict().get("overeager")
+    assert recorded.allowed_refs is None  # as it ran: any branch allowed, main's move not seen
+    assert "git-ref-moved" not in json.dumps(judge(evidence, recorded).as_dict())
     scoped = dataclasses.replace(recorded, allowed_refs=["refs/heads/feature/snapshot_bytes"])
     verdict = judge(evidence, scoped).as_dict()
     assert verdict["overeager"], verdict
