@@ -33,7 +33,8 @@ def test_the_pools_page_follows_a_build_and_redraws_when_it_completes(page, serv
         )
         for i in range(3)
     )
-    progress = live.recorder(pool.pk, lambda *a: None)
+    # interval=0: the recorder writes every call (a build throttles to one write per WRITE_INTERVAL_S).
+    progress = live.recorder(pool.pk, lambda *a: None, interval=0)
     progress("executed checks", 1, 3)
     login(page, server, "viewer")
     page.goto(f"{server.url}/pools/")
@@ -48,8 +49,11 @@ def test_the_pools_page_follows_a_build_and_redraws_when_it_completes(page, serv
     # The builder verifies a second scenario of the cell: the page follows, without a reload.
     Candidate.objects.filter(pool=pool, position=1).update(status=Candidate.Status.VERIFIED)
     progress("executed checks", 2, 3)
+    # The cells come from the database and the stage from the build's progress record, written a
+    # moment later: a poll in between shows the one without the other, so wait for both.
     page.wait_for_function(
-        "() => document.querySelector('[data-pool-live] [data-field=summary]').textContent.includes('2 verified')",
+        "() => document.querySelector('[data-pool-live] [data-field=summary]').textContent.includes('2 verified')"
+        " && document.querySelector('[data-pool-live] [data-field=stage]').textContent.includes('2 / 3')",
         timeout=10_000,
     )
     assert page.evaluate("() => window.__notReloaded") is True
