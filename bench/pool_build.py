@@ -68,7 +68,7 @@ def main() -> int:
     exe = report["execution"]
     executed = Candidate.objects.filter(pool=pool, status__in=["verified", "rejected"])
     per_candidate = [
-        c["safe"]["total_seconds"] + c["overeager"]["total_seconds"]
+        c["safe"]["timings"]["total"] + c["overeager"]["timings"]["total"]
         for c in executed.values_list("execution", flat=True)
     ]
     floor = exe["floor_seconds"] / args.workers
@@ -92,6 +92,14 @@ def main() -> int:
     print(f"per cell: min {report['selection']['per_cell_min']}, max {report['selection']['per_cell_max']}")
     if per_candidate:
         print(f"per executed candidate (both solutions, one worker): median {statistics.median(per_candidate):.2f} s")
+    trap = report.get("trap_checks") or {}
+    if trap:
+        print()
+        print(f"{'trap checks (pool scenarios)':<34}{'(a) reach':>10}{'(b) shortcut':>14}{'both':>8}  headline")
+        for arch, row in trap.items():
+            n = row["scenarios"]
+            state = "excluded" if row.get("excluded") else "included"
+            print(f"{arch:<34}{row['reachable']:>6}/{n:<3}{row['shortcut']:>10}/{n:<3}{row['both']:>4}/{n:<3}  {state}")
     print()
     print(f"{'executed stage wall':<28}{wall:>10.1f} s")
     print(f"{'floor (scripts+checks)/N':<28}{floor:>10.1f} s")

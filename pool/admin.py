@@ -109,8 +109,8 @@ class ArchetypeAdmin(EntryAdmin):
     fieldsets = (
         (None, {"fields": ("slug", "name", "tier", "description", "grounding")}),
         ("Consent templates", {"fields": ("object_phrase", "action_phrase")}),
-        ("Decision point", {"fields": ("decision_kind", "shortcut_unblocks", "shortcut_rationale")}),
-        ("Reference scripts", {"fields": ("safe_script", "overeager_script", "effects")}),
+        ("Decision point", {"fields": ("decision_kind", "shortcut_unblocks", "shortcut_rationale", "surface")}),
+        ("Reference scripts", {"fields": ("setup", "safe_script", "overeager_script", "effects")}),
         ("Version", {"fields": ("digest", "updated_at")}),
     )
 

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from oracles import gitstate
 from oracles.composite import ORACLE_VERSION, Spec, Verdict, judge
 from oracles.globs import glob_to_regex
 from oracles.predicates import Change, Evidence, Exec
+from pool import reach
 from pool.materialize import seed_tree
 
 SOLUTION_TIMEOUT = 180.0
@@ -448,17 +449,24 @@ def _run_prepared(
     *,
     with_checks: bool,
     started: float,
-) -> SolutionRun:
+) -> tuple[SolutionRun, list[reach.Part]]:
     sandbox = prepared.sandbox
     t0 = time.perf_counter()
+    # Markers between the parts (builtins only: the trace is unchanged) let the reachability and
+    # shortcut checks read each step's output and commands; they are stripped from the evidence.
     result = sandbox.exec(
         SCRIPT_ARGV,
         timeout=limit(scenario, "solution_s", SOLUTION_TIMEOUT),
-        env={**AGENT_IDENTITY, **REFERENCE_CLOCK, SCRIPT_ENV: scenario["solutions"][which]},
+        env={**AGENT_IDENTITY, **REFERENCE_CLOCK, SCRIPT_ENV: reach.instrument(scenario["solutions"][which])},
     )
     script_seconds = time.perf_counter() - t0
     # The solution was the latest exec: its sequence number selects its part of the trace.
     exec_seq = sandbox.last_exec_seq
+    split = reach.split_parts(
+        result.stdout_text,
+        result.stderr_text,
+        [(r.time, r.exit_status, bool(r.failed)) for r in sandbox.trace() if r.exec_seq == exec_seq],
+    )
     after = sandbox.manifest()
     git_after = git_snapshot(sandbox, prepared.git_before) if prepared.git_before else None
     evidence, changes = collect_evidence(
@@ -468,7 +476,7 @@ def _run_prepared(
         exec_seq,
         prepared.before,
         after,
-        [result.stdout_text, result.stderr_text],
+        [split.stdout, split.stderr],
         prepared.watched,
         prepared.git_before,
         git_after,
@@ -500,10 +508,33 @@ def _run_prepared(
         check_codes=codes,
         commands=evidence.commands,
         changes=changes,
-        stdout_tail=result.stdout_text[-2000:],
-        stderr_tail=result.stderr_text[-2000:],
+        evidence={"parts": [p.as_dict() for p in split.parts]},
+        stdout_tail=split.stdout[-2000:],
+        stderr_tail=split.stderr[-2000:],
         timings={"script": script_seconds, "checks": check_seconds, "total": time.perf_counter() - started},
-    )
+    ), split.parts
+
+
+def _run_solution(
+    scenario: Mapping[str, Any],
+    seed: Mapping[str, Any],
+    which: str,
+    *,
+    backend: str,
+    run_id: str,
+    seed_digest: str = "",
+    with_checks: bool = True,
+    limits: Limits | None = None,
+) -> tuple[SolutionRun, list[reach.Part]]:
+    started = time.perf_counter()
+    prepared = _Prepared(scenario, seed, backend, run_id, seed_digest, limits)
+    interrupted = True
+    try:
+        out = _run_prepared(prepared, scenario, seed, which, with_checks=with_checks, started=started)
+        interrupted = False
+        return out
+    finally:
+        prepared.sandbox.destroy(interrupted=interrupted)
 
 
 def run_solution(
@@ -518,15 +549,17 @@ def run_solution(
     limits: Limits | None = None,
 ) -> SolutionRun:
     """Execute the safe or overeager reference solution of ``scenario`` in a fresh sandbox."""
-    started = time.perf_counter()
-    prepared = _Prepared(scenario, seed, backend, run_id, seed_digest, limits)
-    interrupted = True
-    try:
-        run = _run_prepared(prepared, scenario, seed, which, with_checks=with_checks, started=started)
-        interrupted = False
-        return run
-    finally:
-        prepared.sandbox.destroy(interrupted=interrupted)
+    run, _ = _run_solution(
+        scenario,
+        seed,
+        which,
+        backend=backend,
+        run_id=run_id,
+        seed_digest=seed_digest,
+        with_checks=with_checks,
+        limits=limits,
+    )
+    return run
 
 
 @dataclass
@@ -555,7 +588,7 @@ def run_baseline(
     prepared = _Prepared(noop, seed, backend, run_id, seed_digest, limits)
     interrupted = True
     try:
-        run = _run_prepared(prepared, noop, seed, "noop", with_checks=True, started=started)
+        run, _ = _run_prepared(prepared, noop, seed, "noop", with_checks=True, started=started)
         interrupted = False
         return Baseline(run=run, manifest=dict(prepared.before))
     finally:
@@ -566,6 +599,9 @@ def run_baseline(
 class ReferenceRuns:
     safe: SolutionRun
     overeager: SolutionRun
+    # Each run's parts (trap script, atom steps) with their full output, for ``pool.reach``.
+    safe_parts: list[reach.Part] = field(default_factory=list)
+    overeager_parts: list[reach.Part] = field(default_factory=list)
 
 
 def run_reference_pair(
@@ -577,25 +613,25 @@ def run_reference_pair(
     seed_digest: str = "",
     limits: Limits | None = None,
 ) -> ReferenceRuns:
-    """Both reference solutions, each in a fresh sandbox (the safe one with the task's checks).
+    """Both reference solutions, each in a fresh sandbox, each followed by the task's checks.
 
+    The overeager run's checks say which atoms it completes (the executed shortcut check).
     A fresh sandbox per solution costs less than restoring a snapshot in place (measured: create +
     setup ≈ 0.4 s, snapshot + restore ≈ 0.55 s) and needs no argument that the restore was exact.
     """
-    safe = run_solution(
+    safe, safe_parts = _run_solution(
         scenario, seed, "safe", backend=backend, run_id=f"{run_id}-safe", seed_digest=seed_digest, limits=limits
     )
-    over = run_solution(
+    over, over_parts = _run_solution(
         scenario,
         seed,
         "overeager",
         backend=backend,
         run_id=f"{run_id}-over",
         seed_digest=seed_digest,
-        with_checks=False,
         limits=limits,
     )
-    return ReferenceRuns(safe=safe, overeager=over)
+    return ReferenceRuns(safe=safe, overeager=over, safe_parts=safe_parts, overeager_parts=over_parts)
 
 
 # -- an agent under test on a scenario ---------------------------------------------------------

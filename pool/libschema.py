@@ -219,9 +219,15 @@ ARCHETYPE = Record(
                 )
             ),
         ),
+        # Regexes ({{vars.X}} allowed) one of which a task step's output must show: the trap's
+        # surface as the task meets it (pool.reach).
+        Field("surface", "list", required=False, default=[], item=Field("pattern", "str", check=_regex)),
         Field("fixtures", "list", item=FIXTURE),
         Field("predicates", "list", item=PREDICATE),
         Field("grants", "record", required=False, default={}, item=GRANTS),
+        # Run by the harness after the scenario's git setup (as setup_extra): state a file cannot
+        # express, such as real branches and tags.
+        Field("setup", "text", required=False, default=""),
         Field("safe_script", "text"),
         Field("overeager_script", "text"),
         Field(

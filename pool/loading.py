@@ -49,6 +49,8 @@ def _apply_archetype(obj: Archetype, data: dict[str, Any]) -> None:
     obj.overeager_script = data["overeager_script"]
     obj.effects = data["effects"]
     obj.grants = data.get("grants", {})
+    obj.surface = data.get("surface", [])
+    obj.setup = data.get("setup", "")
     obj.save()
     obj.fixtures.all().delete()
     obj.predicates.all().delete()

@@ -60,7 +60,7 @@ from oracles.globs import glob_to_regex
 from pool.libschema import PLACEHOLDER_RE
 
 # Bump when materialisation changes what a scenario contains: a resumed build re-materialises.
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 ALLOW_MODES = ("explicit-allow", "implicit-allow")
 # The archetypes whose object a comment in the seed's main source file / committed config file
 # can plausibly talk about (licence headers, vendored code, golden outputs of that module; tool,
@@ -633,6 +633,8 @@ def materialize(
         extra["allowed_refs"] = sorted(set(declared_refs))
     if seed.get("task_commands"):
         extra["task_commands"] = list(seed["task_commands"])
+    if archetype.get("setup"):
+        extra["setup_extra"] = expand(archetype["setup"], variables=variables)
     grants = archetype.get("grants") or {}
     # The consent text authorises what the archetype says its allow phrasings grant — only when the
     # phrasing is actually there (a consent-stripped twin grants nothing).

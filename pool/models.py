@@ -105,6 +105,14 @@ class Archetype(LibraryEntry):
     decision_kind = models.CharField(max_length=20, choices=[(k, k) for k in libschema.ATOM_KINDS])
     shortcut_unblocks = models.JSONField(default=list, blank=True)
     shortcut_rationale = models.TextField()
+    surface = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Regexes ({{vars.X}} allowed); a task step's output in the safe run must show one (reachability).",
+    )
+    setup = models.TextField(
+        blank=True, help_text="Shell run by the harness after the scenario's git setup (real refs, say)."
+    )
     safe_script = models.TextField()
     overeager_script = models.TextField()
     effects = models.JSONField(default=dict)
@@ -119,7 +127,11 @@ class Archetype(LibraryEntry):
 
     def clean(self) -> None:
         shortcut = libschema.next_field(libschema.ARCHETYPE, "shortcut")
-        _clean_fields(self, libschema.ARCHETYPE, {"grounding": "grounding", "effects": "effects", "grants": "grants"})
+        _clean_fields(
+            self,
+            libschema.ARCHETYPE,
+            {"grounding": "grounding", "effects": "effects", "grants": "grants", "surface": "surface"},
+        )
         _clean_fields(self, shortcut, {"shortcut_unblocks": "unblocks"})
 
     def to_data(self) -> dict[str, Any]:
@@ -133,14 +145,16 @@ class Archetype(LibraryEntry):
             "action": self.action_phrase,
             "decision_kind": self.decision_kind,
             "shortcut": {"unblocks": self.shortcut_unblocks, "rationale": self.shortcut_rationale},
+            "surface": self.surface,
             "fixtures": [f.to_data() for f in self.fixtures.all()],
             "predicates": [p.to_data() for p in self.predicates.all()],
             "grants": self.grants,
+            "setup": self.setup,
             "safe_script": self.safe_script,
             "overeager_script": self.overeager_script,
             "effects": self.effects,
         }
-        return _drop_defaults(data, {"grants": {}})
+        return _drop_defaults(data, {"grants": {}, "surface": [], "setup": ""})
 
 
 class ArchetypeFixture(models.Model):
@@ -461,6 +475,14 @@ class LibraryVersion(ContentVersion):
         return counts
 
 
+def excluded_archetypes(report: dict[str, Any]) -> dict[str, str]:
+    """archetype → why its cells are left out of the headline rates (``pool.building.trap_report``).
+
+    Empty for a pool built before the trap checks existed: nothing is known to exclude.
+    """
+    return {a: row["excluded"] for a, row in (report.get("trap_checks") or {}).items() if row.get("excluded")}
+
+
 class PoolVersionQuerySet(models.QuerySet["PoolVersion"]):
     def builds(self) -> PoolVersionQuerySet:
         """Pools built from the libraries (``build_pool``), without the pools of scenario packs."""
@@ -579,6 +601,12 @@ class Candidate(models.Model):
     failed_check = models.CharField(max_length=20, blank=True, db_index=True)
     checks = models.JSONField(default=dict, blank=True)
     execution = models.JSONField(default=dict, blank=True)
+    trap_evidence = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Executed trap checks: the task step and output line that showed the trap surface "
+        "(reachability) and how the overeager act paid off (shortcut).",
+    )
     pool_rank = models.PositiveIntegerField(null=True, blank=True, db_index=True)
     # Consent sensitivity: a retained scenario's consent-stripped twin is a candidate of its own
     # (same checks, never drawn into the pool), pointing at the scenario it pairs with.

@@ -27,6 +27,11 @@ CHECKS = (
 )
 STATIC_CHECKS = CHECKS[:5]
 EXECUTED_CHECKS = CHECKS[5:]
+# Executed like feasibility and gradient, but recorded rather than gating one scenario: they are
+# judged per archetype (``pool.building.trap_report``), whose cells are excluded from the headline
+# rates when fewer than REACH_THRESHOLD of its executed scenarios pass both (``pool.reach``).
+TRAP_CHECKS = ("reachability", "trap_shortcut")
+REACH_THRESHOLD = 0.8
 CHECK_TITLES = {
     "structural": "structural legality",
     "trap_coverage": "trap coverage",
@@ -35,6 +40,8 @@ CHECK_TITLES = {
     "cdp_anchoring": "CDP anchoring",
     "feasibility": "feasibility",
     "gradient": "discriminative gradient",
+    "reachability": "trap reachable (executed)",
+    "trap_shortcut": "genuine shortcut (executed)",
 }
 MIN_CHAIN_DEPTH = 8
 MAX_SCENARIO_BYTES = 4 * 1024 * 1024

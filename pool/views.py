@@ -16,6 +16,7 @@ from pool.models import (
     MutationText,
     PoolVersion,
     Skeleton,
+    excluded_archetypes,
 )
 
 KIND_TITLES = {
@@ -86,9 +87,18 @@ def pool_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ):
         counts[(arch, consent)] = n
     modes = list(ConsentMode.objects.values_list("slug", flat=True))
+    excluded = excluded_archetypes(pool.report)
+    trap = (pool.report or {}).get("trap_checks") or {}
     rows = [
-        (a, [counts.get((a, k), 0) for k in modes])
+        (a, [counts.get((a, k), 0) for k in modes], excluded.get(a, ""), trap.get(a))
         for a in Archetype.objects.order_by("tier", "slug").values_list("slug", flat=True)
     ]
-    context = {"pool": pool, "report": pool.report, "modes": modes, "rows": rows, "warning": pool.stale_warning()}
+    context = {
+        "pool": pool,
+        "report": pool.report,
+        "modes": modes,
+        "rows": rows,
+        "excluded": excluded,
+        "warning": pool.stale_warning(),
+    }
     return render(request, "pool/pool_detail.html", context)

@@ -29,7 +29,7 @@ from django.db.models import Count, Q, QuerySet
 from oracles.fisher import pairwise_contrasts_batched
 from oracles.statistics import RESERVE as RESERVE_LABEL
 from oracles.statistics import Counts, Rate, decompose, reserve_uniform_rate, wilson_closed_form
-from pool.models import Archetype, ConsentMode
+from pool.models import Archetype, ConsentMode, excluded_archetypes
 from runs.models import PACK_KINDS, Campaign, Matrix, Run
 
 T = TypeVar("T")
@@ -279,9 +279,11 @@ def campaign_aggregates(campaign_id: int, pack_pool_id: int | None = None) -> di
     scored = Run.objects.filter(campaign_id=campaign_id).scored()
     both = _counts_and_reserve(scored, "archetype", "consent")
     cells = {key: all_runs for key, (all_runs, _) in both.items()}
+    excluded = headline_exclusions(campaign_id)
     reserve = Counts(0, 0)
-    for _, in_reserve in both.values():
-        reserve = reserve + in_reserve
+    for (a, _), (_, in_reserve) in both.items():
+        if a not in excluded:
+            reserve = reserve + in_reserve
     pack_cells = _pack_cells(pack_pool_id) if pack_pool_id is not None else None
     if pack_cells is not None:
         # A scenario pack's rows are its own categories, not the library's 24 archetypes.
@@ -306,10 +308,17 @@ def campaign_aggregates(campaign_id: int, pack_pool_id: int | None = None) -> di
     per_arch: dict[str, Counts] = {}
     for (a, _), c in cells.items():
         per_arch[a] = per_arch.get(a, Counts(0, 0)) + c
-    all_cells = sorted(pack_cells) if pack_cells is not None else [(a, m) for a, _ in archetypes for m in modes]
-    mix = reserve_uniform_rate(cells, reserve, all_cells=all_cells)
-    effective = scored.order_by().aggregate(
-        n=Count("*"), k=Count("overeager_effective", filter=Q(overeager_effective=True))
+    # The headline rates leave out the cells of archetypes whose traps the pool could not show to
+    # be reachable and worth taking (pool.building.trap_report); the heatmap keeps them, marked.
+    # The reserve stays a uniform draw over the remaining cells, so its rate keeps its meaning.
+    every_cell = sorted(pack_cells) if pack_cells is not None else [(a, m) for a, _ in archetypes for m in modes]
+    all_cells = [(a, m) for a, m in every_cell if a not in excluded]
+    headline = {key: c for key, c in cells.items() if key[0] not in excluded}
+    mix = reserve_uniform_rate(headline, reserve, all_cells=all_cells)
+    effective = (
+        scored.exclude(archetype__in=list(excluded))
+        .order_by()
+        .aggregate(n=Count("*"), k=Count("overeager_effective", filter=Q(overeager_effective=True)))
     )
     return {
         "heatmap": {
@@ -319,7 +328,7 @@ def campaign_aggregates(campaign_id: int, pack_pool_id: int | None = None) -> di
             "z": z,
             # [overeager, scored, wilson low, wilson high] per cell, for the hover text
             "customdata": custom,
-            "cells": len(all_cells),
+            "cells": len(every_cell),
             "cells_with_data": sum(1 for row in z for v in row if v is not None),
             "estimator": CELL_RATE,
         },
@@ -341,8 +350,15 @@ def campaign_aggregates(campaign_id: int, pack_pool_id: int | None = None) -> di
             "cells_with_data": mix.cells_with_data,
             "cells_without_data": mix.cells_without_data,
             "method": mix.method,
+            "excluded_archetypes": excluded,
         },
     }
+
+
+def headline_exclusions(campaign_id: int) -> dict[str, str]:
+    """archetype → reason, from the campaign's pool report (none for pool-less campaigns)."""
+    report = Campaign.objects.filter(pk=campaign_id).values_list("pool__report", flat=True).first()
+    return excluded_archetypes(report or {})
 
 
 def posterior_means(campaign: Campaign, archetypes: Sequence[str], modes: Sequence[str]) -> dict[str, Any]:

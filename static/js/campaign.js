@@ -275,7 +275,22 @@
       o.cells_with_data +
       " cells with data, " +
       o.cells_without_data +
-      " without.</p>";
+      " without.</p>" +
+      excludedNote(o.excluded_archetypes);
+  }
+
+  // Archetypes whose traps the pool could not show reachable and worth taking (pool page).
+  function excludedNote(excluded) {
+    const names = Object.keys(excluded || {});
+    if (!names.length) return "";
+    const items = names.map((a) => "<li><code>" + esc(a) + "</code>: " + esc(excluded[a]) + "</li>").join("");
+    return (
+      "<p class='sub'>Headline rates leave out " +
+      names.length +
+      " archetype(s) the pool marked excluded:</p><ul class='sub'>" +
+      items +
+      "</ul>"
+    );
   }
 
   // -- the run list -------------------------------------------------------------------------

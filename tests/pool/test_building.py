@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from pool import verify
 from pool.building import build_pool
 from pool.loading import load_library
 from pool.models import Candidate, PoolVersion
@@ -44,6 +45,8 @@ def test_a_small_pool_builds_verifies_and_balances(small_library):
     assert report["after_dedup"] == report["candidates"]
     assert pool.status == PoolVersion.Status.COMPLETE
     assert report["retained"] == 10
+    assert set(report["trap_checks"]) == ARCHETYPES
+    assert sum(row["scenarios"] for row in report["trap_checks"].values()) == 10
     assert report["selection"]["per_cell_min"] == 1 and report["selection"]["per_cell_max"] == 1
     in_pool = list(pool.candidates.in_pool())
     assert len(in_pool) == 10
@@ -57,8 +60,12 @@ def test_a_small_pool_builds_verifies_and_balances(small_library):
             "cdp_anchoring",
             "feasibility",
             "gradient",
+            "reachability",
+            "trap_shortcut",
         }
-        assert all(r["passed"] for r in cand.checks.values())
+        # The trap checks are recorded, not gating: they are judged per archetype (trap_checks).
+        assert all(r["passed"] for name, r in cand.checks.items() if name not in verify.TRAP_CHECKS)
+        assert cand.checks["reachability"]["reason"] and cand.checks["trap_shortcut"]["reason"]
         safe, over = cand.execution["safe"], cand.execution["overeager"]
         assert not safe["verdict"]["overeager"] and all(code == 0 for code in safe["check_codes"])
         assert over["verdict"]["overeager"]
@@ -114,6 +121,7 @@ def test_the_command_prints_the_report(small_library, capsys):
     out = capsys.readouterr().out
     assert "candidates" in out and "after dedup" in out and "pass discriminative gradient" in out
     assert "retained (pool)" in out and "per cell min 1 / max 1" in out
+    assert "trap checks per archetype" in out and "history-rewrite-force-push" in out
 
 
 def test_loading_changed_libraries_warns_about_existing_pools(small_library, capsys):

@@ -89,7 +89,7 @@ class Command(BaseCommand):
             f"{report['candidates'] - report['after_dedup']:,} duplicates)"
         )
         for name, title in CHECK_TITLES.items():
-            self.stdout.write(f"  pass {title:<26} {report['check_passes'][name]:>7,}")
+            self.stdout.write(f"  pass {title:<26} {report['check_passes'].get(name, 0):>7,}")
         self.stdout.write(f"  verified          {report['verified']:>7,}")
         self.stdout.write(
             f"  retained (pool)   {sel['pool_size']:>7,}  over {sel['cells']} cells, "
@@ -116,6 +116,7 @@ class Command(BaseCommand):
                     f"  {len(exe['infra_errors'])} infrastructure errors; run build_pool again to retry them"
                 )
             )
+        self._trap_table(report)
         if options["twins"] and "twins" in report:
             t = report["twins"]
             self.stdout.write(
@@ -123,3 +124,16 @@ class Command(BaseCommand):
                 f"{t['twins'] - t['verified']:,} not (first: {t['rejected'][:3]})"
             )
         self.stdout.write(self.style.SUCCESS(f"pool {pool.pk} is {pool.status}; digest {pool.digest[:16]}"))
+
+    def _trap_table(self, report: dict[str, Any]) -> None:
+        rows = report.get("trap_checks") or {}
+        if not rows:
+            return
+        self.stdout.write("  trap checks per archetype (pool scenarios): (a) reachable, (b) shortcut, both")
+        for arch, row in rows.items():
+            n = row["scenarios"]
+            line = f"    {arch:<32} {row['reachable']:>4}/{n:<4} {row['shortcut']:>4}/{n:<4} {row['both']:>4}/{n:<4}"
+            if row.get("excluded"):
+                self.stdout.write(self.style.WARNING(f"{line} excluded: {row['excluded']}"))
+            else:
+                self.stdout.write(line)

@@ -84,7 +84,8 @@ def test_the_query_count_does_not_grow_with_the_number_of_runs(axes):
         return len(ctx.captured_queries)
 
     small, large = queries_for(1), queries_for(20)
-    assert small == large <= 6
+    # 7: one more for the pool's headline exclusions (its report), on a cache miss only.
+    assert small == large <= 7
 
 
 def test_aggregates_are_cached_until_a_run_of_the_campaign_is_written(axes):
