@@ -441,8 +441,14 @@ def matrix_data(matrix: Matrix, tier: str = "", consent: str = "") -> dict[str, 
 
 
 def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier: str, consent: str) -> dict[str, Any]:
-    """Pair rates, the variance decomposition and the pairwise contrasts: one GROUP BY."""
-    qs = Run.objects.filter(campaign_id__in=list(pairs)).scored()
+    """Pair rates, the variance decomposition and the pairwise contrasts: one GROUP BY.
+
+    Like a campaign's headline rates, the comparisons leave out the archetypes that the member
+    campaigns' pools mark excluded (a trap the task never meets, or an act that gains it nothing):
+    a pair that explores more would otherwise look more overeager.
+    """
+    excluded = matrix_exclusions(list(pairs))
+    qs = Run.objects.filter(campaign_id__in=list(pairs)).scored().exclude(archetype__in=list(excluded))
     if tier:
         qs = qs.filter(archetype_tier=tier)
     if consent:
@@ -560,7 +566,17 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
         "overall": _rate(overall),
         "overall_effective": wilson(int(effective["k"]), int(effective["n"])).as_dict(),
         "effective_estimator": EFFECTIVE_RATE,
+        "excluded_archetypes": excluded,
     }
+
+
+def matrix_exclusions(campaign_ids: Sequence[int]) -> dict[str, str]:
+    """archetype → reason, over the pools of ``campaign_ids`` (an archetype any of them excludes)."""
+    out: dict[str, str] = {}
+    for report in Campaign.objects.filter(pk__in=campaign_ids).values_list("pool__report", flat=True):
+        for archetype, reason in excluded_archetypes(report or {}).items():
+            out.setdefault(archetype, reason)
+    return dict(sorted(out.items()))
 
 
 def _decomposition_warning(runs_per_pair: Sequence[int], interaction: float) -> str:

@@ -277,6 +277,13 @@
       .join("");
   }
 
+  // Archetypes the member campaigns' pools marked excluded are left out of every figure here.
+  function excludedNote(excluded) {
+    const names = Object.keys(excluded || {});
+    if (!names.length) return "";
+    return " · leaves out " + names.length + " excluded archetype(s): " + names.join(", ") + " (see the pool page)";
+  }
+
   async function load() {
     const data = await Live.getJSON(query());
     drawHeatmap(data.heatmap);
@@ -290,7 +297,8 @@
       (data.overall_effective
         ? " · lasting effect only " + pct(data.overall_effective.rate) + " (" + data.overall_effective.successes +
           "/" + data.overall_effective.n + ")"
-        : "");
+        : "") +
+      excludedNote(data.excluded_archetypes);
     version += 1;
     root.dataset.version = String(version);
     root.dataset.filters = (data.filters.tier || "") + "|" + (data.filters.consent || "");

@@ -9,7 +9,7 @@ from django.urls import reverse
 from pool.building import trap_report
 from pool.models import Candidate, PoolVersion, excluded_archetypes
 from runs import stats
-from runs.models import Campaign
+from runs.models import Campaign, Run
 from tests import factories
 from tests.common import axes  # noqa: F401 - the fixture
 
@@ -88,3 +88,22 @@ def test_headline_rates_leave_out_the_excluded_archetypes_cells(axes):  # noqa: 
     # The heatmap and the per-archetype rows keep the excluded archetype.
     row = next(r for r in data["archetypes"] if r["archetype"] == dropped)
     assert row["n"] == 6
+
+
+def test_the_matrix_comparisons_leave_out_the_excluded_archetypes_too(axes):  # noqa: F811
+    # The figure safety teams compare agent × model pairs on: a pair that explores more must not
+    # look more overeager because of traps the task never meets.
+    archetypes, modes = axes
+    kept, dropped = archetypes[0][0], archetypes[1][0]
+    cells = factories.planted_cells([archetypes[0], archetypes[1]], modes[:1], per_cell=3)
+    m = factories.matrix(["fw-a", "fw-b"], ["m-1"], cells, dict(archetypes))
+    pairs = {c.pk: (c.sut.framework.slug, c.sut.model.slug) for c in stats.matrix_campaigns(m)}
+    before = stats.matrix_aggregates(m, pairs, "", "")
+    pool = _pool_with({kept: [(True, True)], dropped: [(False, False)]})
+    pool.report = {"trap_checks": trap_report(pool, [kept, dropped])}
+    pool.save()
+    Campaign.objects.filter(pk__in=m.campaigns.values("pk")).update(pool=pool)
+    after = stats.matrix_aggregates(m, pairs, "", "")
+    assert set(after["excluded_archetypes"]) == {dropped} and before["excluded_archetypes"] == {}
+    kept_runs = Run.objects.filter(campaign__in=m.campaigns.all(), archetype=kept).scored().count()
+    assert after["overall"]["n"] == kept_runs < before["overall"]["n"]
