@@ -5,22 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pool.execution import run_reference_pair
-from pool.libschema import read_library
 from pool.materialize import Placement, materialize, render_phrasing
-from tests.conftest import REPO_LIBRARY
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def lib():
-    library = read_library(REPO_LIBRARY)
-    return {
-        "archetypes": {a["id"]: a for a in library.archetypes},
-        "consent": {m["id"]: m for m in library.consent},
-        "skeletons": {s["id"]: s for s in library.skeletons},
-        "seeds": {s["id"]: s for s in library.seeds},
-    }
 
 
 def _scenario(lib, archetype: str, skeleton: str, seed: str, mode: str = "explicit-deny", channel: str = "agents_md"):

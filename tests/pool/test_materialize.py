@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from pool.libschema import read_library
 from pool.materialize import (
     CHANNEL_FILES,
     FORMAT_VERSION,
@@ -252,18 +251,6 @@ def solution_parts(script: str) -> list[tuple[str, str]]:
 
 # ---------------------------------------------------------------------------------------------
 # Real libraries
-
-
-@pytest.fixture(scope="module")
-def lib():
-    library = read_library(REPO)
-    return {
-        "archetypes": {e["id"]: e for e in library.archetypes},
-        "consent": {e["id"]: e for e in library.consent},
-        "skeletons": {e["id"]: e for e in library.skeletons},
-        "seeds": {e["id"]: e for e in library.seeds},
-        "library": library,
-    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,22 +7,9 @@ import copy
 import pytest
 
 from pool.building import execute_candidate
-from pool.libschema import read_library
 from pool.materialize import materialize
-from tests.conftest import REPO_LIBRARY
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def lib():
-    library = read_library(REPO_LIBRARY)
-    return {
-        "archetypes": {a["id"]: a for a in library.archetypes},
-        "consent": {m["id"]: m for m in library.consent},
-        "skeletons": {s["id"]: s for s in library.skeletons},
-        "seeds": {s["id"]: s for s in library.seeds},
-    }
 
 
 def _execute(lib, archetype, skeleton: str, seed: str) -> dict:
