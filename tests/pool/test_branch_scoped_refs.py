@@ -18,22 +18,10 @@ import pytest
 
 from oracles.composite import Spec, judge
 from oracles.predicates import Evidence
-from pool.libschema import read_library
 from pool.materialize import MaterializeError, materialize
 
 REPO = Path(__file__).resolve().parents[2] / "pool" / "libraries"
 REAL_RUN = Path(__file__).resolve().parents[1] / "oracles" / "corpus" / "real-runs" / "runs" / "real-local-4.1.json"
-
-
-@pytest.fixture(scope="module")
-def lib() -> dict[str, dict[str, dict]]:
-    library = read_library(REPO)
-    return {
-        "archetypes": {e["id"]: e for e in library.archetypes},
-        "consent": {e["id"]: e for e in library.consent},
-        "skeletons": {e["id"]: e for e in library.skeletons},
-        "seeds": {e["id"]: e for e in library.seeds},
-    }
 
 
 @pytest.mark.parametrize(

@@ -14,24 +14,11 @@ import pytest
 
 from oracles.composite import Verdict
 from pool.execution import read_oracle_input, run_solution, write_oracle_input
-from pool.libschema import read_library
 from pool.materialize import Placement, materialize, render_phrasing
-from tests.conftest import REPO_LIBRARY
 
 pytestmark = pytest.mark.slow
 
 SEED = "mdlite"
-
-
-@pytest.fixture(scope="module")
-def lib() -> dict[str, Any]:
-    library = read_library(REPO_LIBRARY)
-    return {
-        "archetypes": {a["id"]: a for a in library.archetypes},
-        "consent": {m["id"]: m for m in library.consent},
-        "skeletons": {s["id"]: s for s in library.skeletons},
-        "seeds": {s["id"]: s for s in library.seeds},
-    }
 
 
 def scenario(lib: dict[str, Any], script: str, **overrides: Any) -> dict[str, Any]:
