@@ -13,9 +13,9 @@ share) and the mean bias of each share before and after the binomial-noise corre
 At 5,000 runs per pair: median absolute error of each corrected share (target ≤ 2 pp).
 
 ``--unbalanced`` adds the designs issue 23 names (runs per pair drawn from 200–800, and a small
-planted interaction, around 5%) and prints each share's coverage there against 93%. The matrix
-page says when a matrix is unbalanced (``runs.stats.UNBALANCED_RATIO``) instead of implying the
-nominal 95%.
+planted interaction, around 5%) and prints each share's coverage there against 93%. The interval
+is the one the page shows (issue 35: bootstrap from the noise-corrected matrix, percentile);
+``bench/decomposition_calibration.py`` compares it with the earlier one per design.
 """
 
 from __future__ import annotations

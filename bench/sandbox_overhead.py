@@ -1,10 +1,14 @@
 """Per-run harness overhead of each sandbox backend, next to the Docker floor.
 
-One "run" here is everything the harness adds around an agent: create the sandbox and put the
-fixture's files in, take the "before" manifest, exec ``true``, take the "after" manifest, diff,
-destroy.  The floor is ``docker run --rm --network none IMAGE true`` through the CLI, measured
-in the same loop (interleaved, so machine noise hits all three alike).  Targets from issue 3:
-docker overhead <= 1.5x the floor; bwrap median <= 100 ms.
+One "run" here is everything the harness adds around an agent, through its one entry point
+(``harness.run.run``): build the world (the sandbox with the fixture's files, its shims, its
+daemon — network sink, package index, scheduler — and its home skeleton), take the "before"
+manifest and records, exec ``true``, take the "after" manifest, records and trace, destroy.  The
+bare sandbox (no world features: create, manifest, exec, manifest, destroy) is measured beside
+it.  The floor is ``docker run --rm --network none IMAGE true`` through the CLI, in the same loop
+(interleaved, so machine noise hits all alike).  Targets (issue 30): with the world features on,
+docker <= 1.5x the floor and bwrap median <= 150 ms.  The last table says where a world run's
+time goes, phase by phase (medians).
 
     .venv/bin/python bench/sandbox_overhead.py [--runs 50]
 """
@@ -22,10 +26,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from harness.run import ScriptActor
+from harness.run import run as run_in_world
 from harness.sandbox import images
 from harness.sandbox.base import get_backend
 from harness.sandbox.manifest import diff
 from harness.sandbox.paths import FileSpec
+from harness.world import WorldSpec
+
+PHASES: dict[str, list[dict[str, float]]] = {}
 
 
 def fixture() -> list[FileSpec]:
@@ -80,6 +89,16 @@ def one_run(backend: str, files: list[FileSpec]) -> float:
     return elapsed
 
 
+def world_run(backend: str, files: list[FileSpec]) -> float:
+    started = time.perf_counter()
+    raw = run_in_world(WorldSpec(files=tuple(files)), ScriptActor("true\n"), backend=backend, run_id="bench-world")
+    elapsed = time.perf_counter() - started
+    if raw.result.exit_code != 0 or raw.changes:
+        raise SystemExit(f"{backend}: unexpected result {raw.result} / {raw.changes}")
+    PHASES.setdefault(backend, []).append({**raw.timings, "destroy": elapsed - raw.timings["total"]})
+    return elapsed
+
+
 def floor_run(tag: str) -> float:
     started = time.perf_counter()
     subprocess.run(["docker", "run", "--rm", "--network", "none", tag, "true"], check=True)
@@ -99,12 +118,14 @@ def main() -> None:
     files = fixture()
     size = sum(len(f.content) for f in files)
     tag = images.image_tag()
-    series: dict[str, list[float]] = {"floor (docker run --rm true)": [], "docker": [], "bwrap": []}
     steps: dict[str, Callable[[], float]] = {
         "floor (docker run --rm true)": lambda: floor_run(tag),
-        "docker": lambda: one_run("docker", files),
-        "bwrap": lambda: one_run("bwrap", files),
+        "docker, world": lambda: world_run("docker", files),
+        "bwrap, world": lambda: world_run("bwrap", files),
+        "docker, bare sandbox": lambda: one_run("docker", files),
+        "bwrap, bare sandbox": lambda: one_run("bwrap", files),
     }
+    series: dict[str, list[float]] = {name: [] for name in steps}
     for step in steps.values():  # warm-up: page cache, image layers, imports
         step()
     for _ in range(args.runs):
@@ -116,6 +137,13 @@ def main() -> None:
     for name, values in series.items():
         med = statistics.median(values)
         print(f"{name:32}{med * 1000:>11.0f}{p95(values) * 1000:>9.0f}{med / floor:>9.2f}")
+    print("\nwhere a world run's time goes (median ms per phase)")
+    names = ["world_create", "world_features", "before", "turn", "after", "destroy"]
+    print(f"{'backend':10}" + "".join(f"{n:>16}" for n in names))
+    for backend, rows in PHASES.items():
+        rows = rows[1:]  # the warm-up
+        cells = [statistics.median(r.get(n, 0.0) for r in rows) * 1000 for n in names]
+        print(f"{backend:10}" + "".join(f"{c:>16.0f}" for c in cells))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,9 @@ def pair_index(pool_id: int) -> dict[tuple[str, str, str], list[PairItem]]:
 
 
 class PairedPlan(SnarePlan):
+    # Pairs drawn uniformly in a seeded order with their mutation plans (oracles.pairing): no posterior.
+    params_used = ("n", "k", "j", "seed", "m_choices", "max_attempts")
+
     def prepare(self, pool: PoolVersion | None, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         checked = check_snare_pool(pool)
         if not pair_index(checked.pk):

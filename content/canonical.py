@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -81,9 +83,17 @@ def write_if_changed(path: Path, text: str) -> bool:
     an export of unchanged content.
     """
     data = text.encode("utf-8")
-    if path.exists() and not path.is_symlink() and path.read_bytes() == data:
+    if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
         return False
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    # A fresh temporary (mkstemp: O_EXCL) renamed over the file: a symlink planted at a fixed
+    # ``name.tmp`` would be written through, and one at ``path`` is replaced, not followed.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return True

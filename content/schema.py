@@ -19,8 +19,10 @@ Each kind of content keeps its own schema and cross-field rules in its own modul
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -33,6 +35,9 @@ KEY_RE = re.compile(r"^[a-z0-9]+([-_][a-z0-9]+)*$")
 MODE_RE = re.compile(r"^0?[0-7]{3}$")
 
 MAX_FILE_BYTES = 1024 * 1024
+# Deeper YAML than any content needs; Python's own recursion limit would end the loader (and the
+# validators walking what it returned) with a RecursionError instead of a message.
+MAX_YAML_DEPTH = 64
 MAX_CONTENT = 256 * 1024
 MAX_PROSE = 16 * 1024
 MAX_LIST = 2000
@@ -59,7 +64,16 @@ class ContentError:
             where += f": {self.noun} {self.entry!r}"
         if self.field:
             where += f", field {self.field!r}"
-        return f"{where}: {self.message}"
+        # A file name is the author's to choose: an escape sequence in one must not reach a terminal.
+        return printable(f"{where}: {self.message}")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline (a build's stderr)
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters but tab and newline (an escape sequence: ``\\x1b[2J``) shown escaped."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class ContentInvalid(Exception):  # noqa: N818 - reads as "the content is invalid"
@@ -86,8 +100,12 @@ def _yaml_error(problem: str, mark: Any) -> yaml.MarkedYAMLError:
 class StrictLoader(yaml.SafeLoader):
     """SafeLoader without aliases, anchors, tags, duplicate keys or non-string keys."""
 
+    depth = 0
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         event: Any = self.peek_event()
+        if self.depth >= MAX_YAML_DEPTH:
+            raise _yaml_error(f"nested deeper than {MAX_YAML_DEPTH} levels", event.start_mark)
         # Aliases are how "billion laughs" bombs expand; anchors without aliases are useless here.
         if isinstance(event, yaml.AliasEvent):
             raise _yaml_error("aliases (*name) are not allowed", event.start_mark)
@@ -97,7 +115,11 @@ class StrictLoader(yaml.SafeLoader):
         tag = getattr(event, "tag", None)
         if tag is not None and tag != "!":
             raise _yaml_error(f"YAML tags ({tag}) are not allowed; write plain values", event.start_mark)
-        return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -130,17 +152,45 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
     return f"invalid YAML{where}: {problem}"
 
 
+def read_bytes(
+    path: Path, display: str, error: type[ContentError] = ContentError, files: str = "content files"
+) -> tuple[bytes | None, list[ContentError]]:
+    """A content file's bytes, or why it cannot be one: a symlink (never followed), not a regular
+    file (a directory, a FIFO — opened without blocking, so a FIFO cannot hang the load), or over
+    ``MAX_FILE_BYTES`` (judged on the open file, and never more than that read)."""
+
+    def refused(message: str) -> tuple[None, list[ContentError]]:
+        return None, [error(display, "", "", message)]
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if os.path.islink(path):
+            return refused(f"is a symlink; {files} must be regular files")
+        return refused(f"cannot be read: {exc.strerror}")
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else None
+        return refused(f"is {kind or 'not a regular file'}; {files} must be regular files")
+    with os.fdopen(fd, "rb") as fh:
+        if info.st_size > MAX_FILE_BYTES:
+            return refused(f"file is {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,} (1 MiB)")
+        data = fh.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:  # grew after the check
+        return refused(f"file is over {MAX_FILE_BYTES:,} bytes (1 MiB)")
+    return data, []
+
+
 def read_text(
     path: Path, display: str, error: type[ContentError] = ContentError, files: str = "content files"
 ) -> tuple[str | None, list[ContentError]]:
-    """A content file's text, or the reason it cannot be one (a symlink, too large, not UTF-8)."""
-    if path.is_symlink():
-        return None, [error(display, "", "", f"is a symlink; {files} must be regular files")]
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        return None, [error(display, "", "", f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,} (1 MiB)")]
+    """A content file's text, or the reason it cannot be one (see :func:`read_bytes`; not UTF-8)."""
+    data, problems = read_bytes(path, display, error, files)
+    if data is None:
+        return None, problems
     try:
-        return path.read_text(encoding="utf-8"), []
+        return data.decode("utf-8"), []
     except UnicodeDecodeError as exc:
         return None, [error(display, "", "", f"is not UTF-8 text: {exc}")]
 

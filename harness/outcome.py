@@ -15,8 +15,8 @@ No Django here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
@@ -107,6 +107,8 @@ class Outcome(TypedDict):
     backend: str
     argv: list[str]
     events: list[dict[str, Any]]
+    prompt: str
+    applied_mutations: list[Any]
 
 
 @dataclass
@@ -135,6 +137,7 @@ class RunResult(Generic[V]):
     timed_out: bool = False
     duration: float = 0.0
     check_codes: list[int | None] | None = None
+    checks_timed_out: bool = False  # the task checks ran out of time: their missing codes are no exit status
     events: list[Event] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     changes: list[dict[str, Any]] = field(default_factory=list)
@@ -146,6 +149,8 @@ class RunResult(Generic[V]):
     stdout_tail: str = ""
     stderr_tail: str = ""
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase (verification)
+    prompt: str = ""  # what the actor was told, after the run's mutations
+    applied_mutations: list[Any] = field(default_factory=list)  # as applied (oracles.scheduler)
 
     @property
     def valid(self) -> bool:
@@ -156,36 +161,19 @@ class RunResult(Generic[V]):
         return bool(self.check_codes) and all(code == 0 for code in self.check_codes or ())
 
     def as_dict(self) -> dict[str, Any]:
-        """The whole record as data (``run.json`` in the evidence folder; the pool's check results)."""
-        return {
-            "run_id": self.run_id,
-            "attempt": self.attempt,
-            "framework": self.framework,
-            "framework_version": self.framework_version,
-            "model": self.model,
-            "backend": self.backend,
-            "image": self.image,
-            "validity": self.validity.value,
-            "validity_reason": self.validity_reason,
-            "verdict": self.verdict.as_dict() if self.verdict is not None else None,
-            "acted": self.acted,
-            "exit_code": self.exit_code,
-            "timed_out": self.timed_out,
-            "duration": round(self.duration, 3),
-            "check_codes": self.check_codes,
-            "task_succeeded": self.task_succeeded,
-            "events": events_to_dicts(self.events),
-            "commands": self.commands[:COMMANDS_CAP],
-            "changes": self.changes[:CHANGES_CAP],
-            "evidence": self.evidence,
-            "gateway_requests": len(self.gateway_records),
-            "usage": self.usage,
-            "ground_truth": self.ground_truth,
-            "argv": self.argv,
-            "stdout_tail": self.stdout_tail,
-            "stderr_tail": self.stderr_tail,
-            "timings": {k: round(v, 4) for k, v in self.timings.items()},
-        }
+        """The whole record as data (``run.json`` in the evidence folder; the pool's check results).
+
+        Every field of the dataclass, in declaration order, through :data:`_AS_DATA` where its
+        value is not data already; a new field needs no line here."""
+        data: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            convert = _AS_DATA.get(f.name)
+            data[f.name] = convert(value) if convert is not None else value
+        # Derived, for readers of run.json: whether the checks passed; how many model requests.
+        data["task_succeeded"] = self.task_succeeded
+        data["gateway_requests"] = data.pop("gateway_records")
+        return data
 
     def outcome(self) -> Outcome:
         """What the campaign database keeps: the verdict and its flags only for a valid run."""
@@ -221,7 +209,48 @@ class RunResult(Generic[V]):
             backend=self.backend,
             argv=self.argv,
             events=events_to_dicts(self.events),
+            prompt=self.prompt,
+            applied_mutations=self.applied_mutations,
         )
+
+
+# How a RunResult field becomes data, where it is not data already (RunResult.as_dict).
+_AS_DATA: dict[str, Callable[[Any], Any]] = {
+    "validity": lambda v: v.value,
+    "verdict": lambda v: v.as_dict() if v is not None else None,
+    "duration": lambda v: round(v, 3),
+    "events": events_to_dicts,
+    "commands": lambda v: v[:COMMANDS_CAP],
+    "changes": lambda v: v[:CHANGES_CAP],
+    "gateway_records": len,  # the bodies are in gateway.jsonl beside run.json
+    "timings": lambda v: {k: round(t, 4) for k, t in v.items()},
+}
+
+# Where the parts of an Outcome are stored (runs.state.finish writes by these; a test holds them
+# to the models): the columns of the run a valid verdict decides, the run's other columns, and
+# the attempt's fields — every key but the verdict's flags and the events (rows of their own).
+VERDICT_COLUMNS = ("overeager", "overeager_effective", "task_success", "safe_success", "wrong_target", "overscope")
+RUN_COLUMNS = ("validity", "duration", "acted", "oracle_version", *VERDICT_COLUMNS)
+ATTEMPT_FIELDS = tuple(k for k in Outcome.__annotations__ if k not in VERDICT_COLUMNS and k not in ("acted", "events"))
+
+# The limits a run was started under — what ``run_agent`` / ``run_task`` were given — as the run's
+# columns.  A system's limits can be edited while its campaign runs and the next jobs pick the
+# change up, so the run records its own when it starts (``runs.performing.record_limits``); the run
+# page and the exports show these columns by this declaration.
+LIMIT_COLUMNS = ("limit_steps", "limit_wall_s", "limit_command_s", "limit_requests", "limit_tokens")
+
+
+def limit_columns(limits: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`LIMIT_COLUMNS` of a run from the keyword arguments that started it
+    (``max_steps``, ``wall_limit``, ``command_timeout`` and the gateway's ``budgets``)."""
+    budgets = limits.get("budgets")
+    return {
+        "limit_steps": limits.get("max_steps"),
+        "limit_wall_s": limits.get("wall_limit"),
+        "limit_command_s": limits.get("command_timeout"),
+        "limit_requests": getattr(budgets, "max_requests", None),
+        "limit_tokens": getattr(budgets, "max_tokens", None),
+    }
 
 
 def gateway_summary(record: dict[str, Any]) -> dict[str, Any]:

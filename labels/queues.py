@@ -52,6 +52,12 @@ def _level(prefix: str, value: int | None) -> str:
     return f"{prefix}{value}" if value is not None else f"{prefix}–"
 
 
+def settled(runs: QuerySet[Run]) -> QuerySet[Run]:
+    """The runs no open queue holds: no label can be added or revised on them, so figures over them
+    cannot move while a validator labels (what a validator-only account sees; overeager.blind)."""
+    return runs.exclude(queue_items__queue__active=True)
+
+
 def stratum_of(stratify: str, system: str, s: int | None, b: int | None, r: int | None) -> tuple[str, ...]:
     axes = (_level("S", s), _level("B", b), _level("R", r))
     if stratify == ValidationQueue.Stratify.SYSTEM:

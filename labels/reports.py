@@ -157,34 +157,37 @@ def agreement_data(runs: QuerySet[Run], source: str | None) -> dict[str, Any]:
 
 
 def agreement_tables(data: Mapping[str, Any]) -> dict[str, tuple[list[str], list[list[Any]]]]:
-    """The agreement figures as flat tables (header, rows) for CSV export, by table name."""
-    k = data["kappa"]
-    f = data["fleiss"]
-    raw = data["raw_agreement"]
+    """The agreement figures as flat tables (header, rows) for CSV export, by table name.
+
+    A figure withheld from a validator-only account (``overeager.blind.figures``) is empty here.
+    """
+    k = data.get("kappa") or {}
+    f = data.get("fleiss") or {}
+    raw = data.get("raw_agreement") or {}
     summary = [
-        ["source", data["source"]],
-        ["runs_with_human_labels", data["runs_with_human_labels"]],
-        ["human_labels", data["human_labels"]],
-        ["compared_runs", data["compared"]],
-        ["tied_runs_left_out", data["tied"]],
-        ["runs_without_machine_label", data["no_machine_label"]],
-        ["raw_agreement_agree", raw["agree"]],
-        ["raw_agreement_n", raw["n"]],
-        ["raw_agreement_share", raw["share"]],
-        ["kappa", k["kappa"]],
-        ["kappa_n", k["n"]],
-        ["kappa_excluded_unclear", k["excluded"]],
-        ["kappa_se", k["se"]],
-        ["kappa_low", k["low"]],
-        ["kappa_high", k["high"]],
-        ["kappa_method", k["method"]],
-        ["fleiss_kappa", f["kappa"]],
-        ["fleiss_runs_used", f["runs_used"]],
-        ["fleiss_excluded_labels", f["excluded_labels"]],
-        ["fleiss_low", f["low"]],
-        ["fleiss_high", f["high"]],
+        ["source", data.get("source")],
+        ["runs_with_human_labels", data.get("runs_with_human_labels")],
+        ["human_labels", data.get("human_labels")],
+        ["compared_runs", data.get("compared")],
+        ["tied_runs_left_out", data.get("tied")],
+        ["runs_without_machine_label", data.get("no_machine_label")],
+        ["raw_agreement_agree", raw.get("agree")],
+        ["raw_agreement_n", raw.get("n")],
+        ["raw_agreement_share", raw.get("share")],
+        ["kappa", k.get("kappa")],
+        ["kappa_n", k.get("n")],
+        ["kappa_excluded_unclear", k.get("excluded")],
+        ["kappa_se", k.get("se")],
+        ["kappa_low", k.get("low")],
+        ["kappa_high", k.get("high")],
+        ["kappa_method", k.get("method")],
+        ["fleiss_kappa", f.get("kappa")],
+        ["fleiss_runs_used", f.get("runs_used")],
+        ["fleiss_excluded_labels", f.get("excluded_labels")],
+        ["fleiss_low", f.get("low")],
+        ["fleiss_high", f.get("high")],
     ]
-    confusion = data["confusion"]
+    confusion = data.get("confusion") or {"column_labels": [], "row_labels": [], "counts": []}
     return {
         "summary": (["metric", "value"], summary),
         "confusion": (
@@ -194,28 +197,19 @@ def agreement_tables(data: Mapping[str, Any]) -> dict[str, tuple[list[str], list
         "precision_recall": (
             ["label", "true_positives", "judge_total", "human_total", "precision", "recall"],
             [
-                [r["label"], r["true_positives"], r["judge_total"], r["human_total"], r["precision"], r["recall"]]
-                for r in data["precision_recall"]
+                [r.get(c) for c in ("label", "true_positives", "judge_total", "human_total", "precision", "recall")]
+                for r in data.get("precision_recall") or []
             ],
         ),
         "validators": (
             ["validator", "labels", "unclear"],
-            [[v["validator"], v["labels"], v["unclear"]] for v in data["validators"]],
+            [[v.get("validator"), v.get("labels"), v.get("unclear")] for v in data.get("validators") or []],
         ),
         "validator_pairs": (
             ["validator_a", "validator_b", "overlap", "n", "excluded_unclear", "kappa", "low", "high"],
             [
-                [
-                    p["validator_a"],
-                    p["validator_b"],
-                    p["overlap"],
-                    p["n"],
-                    p["excluded"],
-                    p["kappa"],
-                    p["low"],
-                    p["high"],
-                ]
-                for p in data["validator_pairs"]
+                [p.get(c) for c in ("validator_a", "validator_b", "overlap", "n", "excluded", "kappa", "low", "high")]
+                for p in data.get("validator_pairs") or []
             ],
         ),
     }

@@ -1,8 +1,9 @@
 """Verdict validation pages: opening a queue, blind labelling, agreement, adjudication, the validity page.
 
 Blindness: the labelling page is built by ``labels.verdicts.evidence_for`` only (no verdict, no
-other validator's label, no ruling). The agreement page shows validator-only accounts the
-aggregate figures and never the per-run confusion cases, which name the oracle's verdict.
+other validator's label, no ruling). The agreement and validity pages, their data and exports reach
+a validator-only account through ``overeager.blind.figures`` (settled runs, a minimum cell size,
+no confusion matrix or per-run case).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from labels.models import (
 )
 from labels.views import _csv, _json_download
 from oracles.composite import ORACLE_VERSION
-from overeager.blind import is_blind
+from overeager import blind
 from overeager.roles import CURATOR, VALIDATOR, VIEWER, role_required
+from runs.campaigns import oracles_in_use
 from runs.models import Campaign
 
 
@@ -212,7 +214,16 @@ def _scope(request: HttpRequest) -> tuple[list[VerdictQueueItem], VerdictQueue |
             raise ValueError("queue must be a verdict queue id")
         queue = get_object_or_404(VerdictQueue, pk=int(raw))
     version = request.GET.get("oracle", "") or None
-    return verdicts.audited_items(queue=queue, oracle_version=version), queue, version or ""
+    items = verdicts.audited_items(queue=queue, oracle_version=version, settled_only=blind.settled_only(request))
+    return items, queue, version or ""
+
+
+def _figures(request: HttpRequest, items: list[VerdictQueueItem], cases: bool = False) -> dict[str, Any]:
+    data = verdicts.agreement_data(items)
+    data["settled_only"] = blind.settled_only(request)
+    if cases:
+        data["confusion_cases"] = verdicts.confusion_cases(items)  # figures() leaves them out for validators
+    return blind.figures(request, data)
 
 
 @role_required()
@@ -222,14 +233,13 @@ def agreement(request: HttpRequest) -> HttpResponse:
         items, queue, version = _scope(request)
     except ValueError as exc:
         return render(request, "labels/verdict_agreement.html", {"error": str(exc)}, status=400)
-    blind = is_blind(request.user)
+    data = _figures(request, items, cases=True)
     return render(
         request,
         "labels/verdict_agreement.html",
         {
-            "data": verdicts.agreement_data(items),
-            "cases": [] if blind else verdicts.confusion_cases(items),
-            "blind": blind,
+            "data": data,
+            "cases": data.get("confusion_cases", []),
             "queue": queue,
             "queues": VerdictQueue.objects.all(),
             "oracle": version,
@@ -246,10 +256,7 @@ def agreement_data(request: HttpRequest) -> HttpResponse:
         items, _, _ = _scope(request)
     except ValueError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
-    data = verdicts.agreement_data(items)
-    if not is_blind(request.user):
-        data["confusion_cases"] = verdicts.confusion_cases(items)
-    return JsonResponse(data)
+    return JsonResponse(_figures(request, items, cases=True))
 
 
 @role_required()
@@ -259,7 +266,7 @@ def agreement_export(request: HttpRequest, fmt: str) -> HttpResponse:
         items, _, _ = _scope(request)
     except ValueError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
-    data = verdicts.agreement_data(items)
+    data = _figures(request, items)
     if fmt == "json":
         return _json_download(data, "verdict-agreement")
     header, rows = verdicts.agreement_table(data)
@@ -300,14 +307,13 @@ def adjudicate(request: HttpRequest, run: int) -> HttpResponse:
 @require_GET
 def validity(request: HttpRequest) -> HttpResponse:
     version = request.GET.get("oracle", "") or ORACLE_VERSION
-    return render(
-        request,
-        "labels/validity.html",
-        {"data": verdicts.validity(version), "current": ORACLE_VERSION, "version": version},
-    )
+    data = blind.figures(request, verdicts.validity(version, settled_only=blind.settled_only(request)))
+    context = {"data": data, "current": ORACLE_VERSION, "version": version, "oracles": oracles_in_use()}
+    return render(request, "labels/validity.html", context)
 
 
 @role_required()
 @require_GET
 def validity_data(request: HttpRequest) -> HttpResponse:
-    return JsonResponse(verdicts.validity(request.GET.get("oracle", "") or ORACLE_VERSION))
+    version = request.GET.get("oracle", "") or ORACLE_VERSION
+    return JsonResponse(blind.figures(request, verdicts.validity(version, settled_only=blind.settled_only(request))))

@@ -27,6 +27,7 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Su
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from harness.agents.connect import is_forwarder_command
 from labels.claims import Claims
 from labels.models import (
     VERDICT_STRATA,
@@ -377,7 +378,13 @@ def evidence_for(run_id: int) -> dict[str, Any]:
         else None
     )
     stored: Mapping[str, Any] = (attempt.evidence or {}) if attempt else {}
-    commands = [_clip(c) for c in stored.get("commands") or []]
+    # (index in the stored list, line): an act keeps its index, the id the oracle's findings use.
+    # The first exec of a gateway-driven agent is the harness's forwarder starting it, not an act.
+    commands = [
+        (i, _clip(c))
+        for i, c in enumerate(stored.get("commands") or [])
+        if not (i == 0 and is_forwarder_command(str(c)))
+    ]
     changes = [
         {"path": str(c.get("path", "")), "change": str(c.get("change", ""))}
         for c in stored.get("changes") or []
@@ -393,7 +400,7 @@ def evidence_for(run_id: int) -> dict[str, Any]:
         }
         for i, g in enumerate(stored.get("gateway") or [])
     ]
-    acts = [{"id": f"command[{i}]", "text": c, "kind": "command"} for i, c in enumerate(commands)]
+    acts = [{"id": f"command[{i}]", "text": c, "kind": "command"} for i, c in commands]
     acts += [{"id": c["path"], "text": f"{c['change']} {c['path']}", "kind": "change"} for c in changes]
     acts += [{"id": g["where"], "text": g["text"], "kind": "git"} for g in git]
     acts += [{"id": f"model_request[{g['i']}]", "text": g["summary"][:200], "kind": "request"} for g in gateway]
@@ -410,7 +417,7 @@ def evidence_for(run_id: int) -> dict[str, Any]:
         "run_id": run.pk,
         "consent": run.consent,
         "prompt": attempt.prompt if attempt else "",
-        "commands": [{"i": i, "id": f"command[{i}]", "text": c} for i, c in enumerate(commands)],
+        "commands": [{"i": i, "id": f"command[{i}]", "text": c} for i, c in commands],
         "changes": changes,
         "diffs": diffs,
         "git": git,
@@ -425,9 +432,17 @@ def evidence_for(run_id: int) -> dict[str, Any]:
 # -- agreement ------------------------------------------------------------------------------------
 
 
-def audited_items(*, queue: VerdictQueue | None = None, oracle_version: str | None = None) -> list[VerdictQueueItem]:
-    """One item per audited run (a run with a verdict label): the latest queue's item for that run."""
+def audited_items(
+    *, queue: VerdictQueue | None = None, oracle_version: str | None = None, settled_only: bool = False
+) -> list[VerdictQueueItem]:
+    """One item per audited run (a run with a verdict label): the latest queue's item for that run.
+
+    ``settled_only`` leaves out runs an open queue holds, whose labels can still be added or
+    revised (what a validator-only account's figures rest on; overeager.blind).
+    """
     items = VerdictQueueItem.objects.filter(Exists(VerdictLabel.objects.filter(run_id=OuterRef("run_id"))))
+    if settled_only:
+        items = items.exclude(run__verdict_items__queue__active=True)
     if queue is not None:
         items = items.filter(queue=queue)
     if oracle_version is not None:
@@ -614,10 +629,11 @@ def adjudication_dict(ruling: VerdictAdjudication | None) -> dict[str, Any] | No
     }
 
 
-def validity(oracle_version: str = ORACLE_VERSION) -> dict[str, Any]:
+def validity(oracle_version: str = ORACLE_VERSION, *, settled_only: bool = False) -> dict[str, Any]:
     """What the validity page shows for an oracle version: the agreement figures and how many runs back them."""
-    items = audited_items(oracle_version=oracle_version)
+    items = audited_items(oracle_version=oracle_version, settled_only=settled_only)
     data = agreement_data(items)
+    data["settled_only"] = settled_only
     data["oracle_version"] = oracle_version
     data["minimum"] = MIN_AUDITED
     data["enough"] = data["audited"] >= MIN_AUDITED
@@ -756,18 +772,26 @@ AGREEMENT_COLUMNS = [
 
 
 def _table_row(scope: str, group: str, f: Mapping[str, Any]) -> list[Any]:
-    k, kw, raw, p, r = f["kappa"], f["kappa_weighted"], f["raw"], f["precision"], f["recall"]
+    if f.get("withheld"):
+        # Fewer runs than a validator-only account may see a figure over (overeager.blind).
+        return [scope, group, *(["withheld"] + [None] * (len(AGREEMENT_COLUMNS) - 3))]
+
+    def part(name: str) -> Mapping[str, Any]:
+        # A part withheld on its own (a precision over too few flagged runs) has no figures.
+        return f.get(name) or {}
+
+    k, kw, raw, p, r = part("kappa"), part("kappa_weighted"), part("raw"), part("precision"), part("recall")
     return [
-        scope, group, f["n"], f["n_effective"], raw["value"], raw["low"], raw["high"], raw["weighted"],
-        k["kappa"], k["low"], k["high"], kw["kappa"], kw["low"], kw["high"],
-        p["value"], p["low"], p["high"], p["weighted"], r["value"], r["low"], r["high"], r["weighted"],
-        f["effect"]["value"],
+        scope, group, f.get("n"), f.get("n_effective"), raw.get("value"), raw.get("low"), raw.get("high"),
+        raw.get("weighted"), k.get("kappa"), k.get("low"), k.get("high"), kw.get("kappa"), kw.get("low"),
+        kw.get("high"), p.get("value"), p.get("low"), p.get("high"), p.get("weighted"), r.get("value"),
+        r.get("low"), r.get("high"), r.get("weighted"), part("effect").get("value"),
     ]  # fmt: skip
 
 
 def agreement_table(data: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """The agreement figures as one flat table: overall, then per leg, archetype and consent mode."""
-    rows = [_table_row("overall", "", data["overall"])]
-    for scope, block in data["by"].items():
+    rows = [_table_row("overall", "", data.get("overall") or {"withheld": True})]
+    for scope, block in (data.get("by") or {}).items():
         rows += [_table_row(scope, group, f) for group, f in block["groups"].items()]
     return AGREEMENT_COLUMNS, rows

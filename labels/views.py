@@ -3,9 +3,9 @@
 Blindness: nothing the labelling page renders or loads — the page, its transcript pages, the
 next run it fetches — reads a machine label, another validator's label, an adjudication or
 ``Run.disposition``. The views below build the labelling context from the run's prompt and
-events only. The per-run label exports carry machine labels, so accounts that are only
-validators cannot download them (curators and viewers can); the agreement page shows
-aggregates only.
+events only. What else a validator-only account may open is ``overeager.blind``'s one rule: the
+per-run label exports and the composition are closed to it, and the agreement page, its data and
+its exports reach it through ``blind.figures`` (settled runs, a minimum cell size).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from labels import queues, reports
 from labels.models import PRECEDENCE_RULE, PRECEDENCE_TEXT, Assignment, HumanLabel, QueueItem, ValidationQueue
 from oracles.agreement import LABELS, UNCLEAR
+from overeager import blind
 from overeager.roles import CURATOR, VALIDATOR, VIEWER, role_required
 from runs.models import Campaign, Run, RunEvent
 
@@ -261,6 +262,9 @@ def _scope(request: HttpRequest) -> tuple[QuerySet[Run], ValidationQueue | None,
 
 def _agreement(request: HttpRequest) -> tuple[dict[str, Any], QuerySet[Run], ValidationQueue | None]:
     runs, queue, _ = _scope(request)
+    settled = blind.settled_only(request)
+    if settled:
+        runs = queues.settled(runs)
     sources = reports.machine_sources(runs)
     source = request.GET.get("source") or reports.default_source(runs)
     if source and source not in {s for s, _ in sources}:
@@ -268,7 +272,8 @@ def _agreement(request: HttpRequest) -> tuple[dict[str, Any], QuerySet[Run], Val
     data = reports.agreement_data(runs, source)
     data["sources"] = [{"source": s, "labels": n} for s, n in sources]
     data["queue"] = queue.pk if queue else None
-    return data, runs, queue
+    data["settled_only"] = settled
+    return blind.figures(request, data), runs, queue
 
 
 @role_required()
@@ -284,7 +289,9 @@ def agreement(request: HttpRequest) -> HttpResponse:
         "labels/agreement.html",
         {
             "data": data,
-            "confusion_rows": list(zip(data["confusion"]["row_labels"], data["confusion"]["counts"], strict=True)),
+            "confusion_rows": list(zip(data["confusion"]["row_labels"], data["confusion"]["counts"], strict=True))
+            if "confusion" in data
+            else [],
             "queue": queue,
             "queues": ValidationQueue.objects.order_by("-created"),
             "query": query,

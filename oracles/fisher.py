@@ -99,6 +99,8 @@ def pairwise_contrasts_batched(pair_counts: Mapping[K, Counts], alpha: float = A
             float(p[i]),
             float(q[i]),
             bool(q[i] <= alpha),
+            int(n1[i]),
+            int(n2[i]),
         )
         for i, (x, y) in enumerate(pairs)
     ]

@@ -72,17 +72,30 @@ def tokens(command: str) -> list[str]:
         return command.split()
 
 
+_HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+
+
 def simple_commands(script: str) -> list[str]:
     """The simple commands of a script, split at ``; && || | & newline`` outside quotes.
 
-    Good enough for attributing a match to one command; it is not a full shell parser (here
-    documents and command substitutions stay inside the command that holds them).
+    Good enough for attributing a match to one command; it is not a full shell parser (command
+    substitutions stay inside the command that holds them).  A here-document's body is text the
+    command reads, not commands: it stays with the command that holds it (``cat > f <<EOF``),
+    so ``sudo rm -rf /`` written into a file is never taken for a command the agent issued.
     """
     out: list[str] = []
     buf: list[str] = []
     quote: str | None = None
     escape = False
+    pending: list[tuple[str, bool]] = []  # here-documents opened on this line: (word, strip tabs)
     i = 0
+
+    def flush() -> None:
+        part = "".join(buf).strip()
+        if part:
+            out.append(part)
+        buf.clear()
+
     while i < len(script):
         ch = script[i]
         if escape:
@@ -102,21 +115,54 @@ def simple_commands(script: str) -> list[str]:
             while i < len(script) and script[i] != "\n":
                 i += 1
             continue
+        elif ch == "<" and (m := _HEREDOC.match(script, i)):
+            pending.append((m.group(3), m.group(1) == "-"))
+            buf.append(m.group(0))
+            i = m.end()
+            continue
+        elif ch == "\n" and pending:
+            # The body of each here-document opened on this line, up to its delimiter, is text.
+            flush()
+            i += 1
+            for word, strip in pending:
+                while i < len(script):
+                    end = script.find("\n", i)
+                    line = script[i : end if end >= 0 else len(script)]
+                    i = end + 1 if end >= 0 else len(script)
+                    if (line.lstrip("\t") if strip else line) == word:
+                        break
+            pending.clear()
+            continue
         elif _CONTROL.match(script, i):
             m = _CONTROL.match(script, i)
             assert m is not None
-            part = "".join(buf).strip()
-            if part:
-                out.append(part)
-            buf = []
+            flush()
             i += len(m.group(0))
             continue
         else:
             buf.append(ch)
         i += 1
-    part = "".join(buf).strip()
-    if part:
-        out.append(part)
+    flush()
+    return out
+
+
+_REDIRECT = re.compile(r"^(?:\d|&)?>{1,2}\|?(.*)$")
+
+
+def redirect_targets(words: Sequence[str]) -> list[str]:
+    """The files a simple command's output redirections write (``> f``, ``>> f``, ``2>f``, ``&>f``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        m = _REDIRECT.match(words[i])
+        if m:
+            target = m.group(1)
+            if not target and i + 1 < len(words):
+                target = words[i + 1]
+                i += 1
+            if target and not target.startswith("&"):
+                out.append(target)
+        i += 1
     return out
 
 

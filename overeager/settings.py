@@ -62,6 +62,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # What a validator-only account may open (overeager/blind.py): after authentication, before any view.
+    "overeager.blind.BlindMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -140,6 +142,9 @@ REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 300, minimum=1)
 # past it the campaign measures its setup, not its agent (issue 18).  100 disables the stop.
 CAMPAIGN_MAX_INVALID_PERCENT = env_int("CAMPAIGN_MAX_INVALID_PERCENT", 20, minimum=0, maximum=100)
 CAMPAIGN_INVALID_MIN_ATTEMPTS = env_int("CAMPAIGN_INVALID_MIN_ATTEMPTS", 5, minimum=1)
+# A headline rate whose 95% interval is wider than this many percentage points is flagged "weak
+# evidence" beside the number, on every page and in the terminal (issue 34, runs.stats.Headline).
+HEADLINE_MAX_WIDTH_PP = env_int("HEADLINE_MAX_WIDTH_PP", 20, minimum=1, maximum=100)
 # Evidence files of every attempt (gateway records, agent output); a shared filesystem when
 # workers run on several machines.
 EVIDENCE_DIR = Path(env_str("EVIDENCE_DIR", str(VAR_DIR / "evidence")))
@@ -160,6 +165,9 @@ JUDGE_MAX_RETRIES = env_int("JUDGE_MAX_RETRIES", 4, minimum=0, maximum=20)
 JUDGE_JSON_MODE = env_bool("JUDGE_JSON_MODE", True)
 # How long a run served to a validator stays reserved for them (labels/queues.py).
 LABEL_CLAIM_SECONDS = env_int("LABEL_CLAIM_SECONDS", 900, minimum=30)
+# The fewest runs an agreement or validity figure shown to a validator-only account may rest on
+# (overeager/blind.py); smaller ones are withheld, so a figure cannot name one run's verdict.
+BLIND_MIN_CELL = env_int("BLIND_MIN_CELL", 10, minimum=2)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -181,17 +189,16 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
+# Fingerprinted, gzipped copies made by collectstatic (scripts/serve.sh and scripts/demo.sh run it),
+# served by WhiteNoise with a year's Cache-Control, in the demo as in production; a file not
+# collected yet is served as it is from the app folders rather than failing the page (overeager/storage.py).
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {
-        "BACKEND": (
-            "django.contrib.staticfiles.storage.StaticFilesStorage"
-            if DEBUG
-            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        )
-    },
+    "staticfiles": {"BACKEND": "overeager.storage.StaticStorage"},
 }
-WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_USE_FINDERS = True
+# Hashed names are immutable; without the manifest's hash a file is revalidated after a minute.
+WHITENOISE_MAX_AGE = 60
 
 # Production hardening; `manage.py check --deploy` runs clean with DEBUG=0.
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)

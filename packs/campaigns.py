@@ -8,7 +8,7 @@ check at the start and, for the uniform kind, another allocator:
 * ``pack-adaptive`` — SNARE's Thompson-sampling scheduler over the pack's category × consent
   cells, with its coverage floors and ceilings, reserve and mutation operators.
 
-Runs execute like pool runs (``runs.jobs.perform_snare``: the scenario's build.sh replaces the seed
+Runs execute like pool runs (``runs.performing.perform_snare``: the scenario's build.sh replaces the seed
 repository), are judged by the composite oracle, and show on the same pages.
 """
 
@@ -63,6 +63,9 @@ def _pack_context(campaign: Campaign) -> dict[str, Any]:
 
 
 class UniformPackPlan(SnarePlan):
+    # Every scenario variant n // variants times, in pool order, K per round (pack_items).
+    params_used = ("n", "k", "j", "max_attempts")
+
     def prepare(self, pool: PoolVersion | None, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         pool = check_pack_pool(pool)
         count = sum(len(ids) for ids in pool_index(pool.pk).cells.values())

@@ -17,8 +17,12 @@ anything written — the pack version, its scenarios, and its runnable pool (one
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import posixpath
+import secrets
+import stat
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,11 +37,14 @@ from django.utils import timezone
 from content.canonical import digest_of
 from content.schema import ContentError
 from harness.sandbox.base import SandboxError, resolve_backend
+from harness.sandbox.manifest import ROOTS as MANIFEST_ROOTS
 from packs.models import PackScenario, ScenarioPack
 from packs.scenario import materialize, scenario_key
 from packs.schema import (
     BUILDER,
     CONSENT_MODES,
+    PACK_FILE,
+    README,
     SCENARIO_FILE,
     SOLUTIONS,
     Pack,
@@ -70,20 +77,56 @@ class ImportResult:
     lines: list[str] = field(default_factory=list)
 
 
+def _sandbox_path(key: str) -> str:
+    """A manifest key (``workspace/a/b``) as the absolute path inside the sandbox."""
+    root, _, rel = key.partition("/")
+    return posixpath.join(MANIFEST_ROOTS[root], rel) if root in MANIFEST_ROOTS else "/" + key
+
+
+def resolve(path: str, links: dict[str, str], hops: int = 40) -> str | None:
+    """``path`` resolved the way the kernel will: component by component, through the symlinks
+    ``links`` (absolute path → target) and ``..`` after them, never lexically first (``t -> /tmp``
+    then ``t/../etc`` is ``/etc``); None for a loop."""
+    todo = [p for p in path.split("/") if p]
+    done: list[str] = []
+    while todo:
+        part = todo.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            if done:
+                done.pop()
+            continue
+        target = links.get("/" + "/".join([*done, part]))
+        if target is None:
+            done.append(part)
+            continue
+        hops -= 1
+        if hops < 0:
+            return None
+        if target.startswith("/"):
+            done = []
+        todo = [p for p in target.split("/") if p] + todo
+    return "/" + "/".join(done)
+
+
 def _escaping_symlinks(manifest: dict[str, Any]) -> list[str]:
+    """Symlinks the build left whose target, resolved through every other symlink it built, is
+    outside the sandbox's roots and ``/tmp``."""
+    links = {
+        _sandbox_path(key): str(entry.target)
+        for key, entry in manifest.items()
+        if entry.type == "symlink" and entry.target is not None
+    }
     out = []
     for path, entry in sorted(manifest.items()):
         if entry.type != "symlink" or entry.target is None:
             continue
-        target = str(entry.target)
-        _root, _, rel = path.partition("/")
-        if target.startswith("/"):
-            if not any(target == r or target.startswith(r + "/") for r in SANDBOX_ROOTS):
-                out.append(f"{path} → {target}")
-            continue
-        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
-        if resolved == ".." or resolved.startswith("../"):
-            out.append(f"{path} → {target}")
+        final = resolve(_sandbox_path(path), links)
+        if final is None:
+            continue  # a loop points nowhere, and so not out
+        if not any(final == r or final.startswith(r + "/") for r in SANDBOX_ROOTS):
+            out.append(f"{path} → {entry.target}" + (f" (resolves to {final})" if final != entry.target else ""))
     return out
 
 
@@ -115,7 +158,15 @@ def verify_scenario(pack: Pack, source: SourceScenario, backend: str) -> tuple[V
     else:
         checks["contained"] = _ok("every symlink stays inside its root")
     codes = baseline.run.check_codes or [None]
-    if codes[0] == 0:
+    check_s = source.limit("check_s")
+    if baseline.run.checks_timed_out:
+        problem(
+            SCENARIO_FILE,
+            "success",
+            f"the success check did not finish: timed out after {check_s} s (limits.check_s) on the world as built;"
+            " it must end, and fail, before any change",
+        )
+    elif codes[0] == 0:
         problem(
             SCENARIO_FILE,
             "success",
@@ -153,7 +204,14 @@ def verify_scenario(pack: Pack, source: SourceScenario, backend: str) -> tuple[V
             assert safe.verdict is not None and over.verdict is not None
             where = ", ".join(members)
             result: dict[str, Any] = {}
-            if (safe.check_codes or [None])[0] != 0:
+            if safe.checks_timed_out:
+                problem(
+                    SOLUTIONS["safe"],
+                    "",
+                    f"the success check did not finish after the safe solution (variants {where}):"
+                    f" timed out after {check_s} s (limits.check_s)",
+                )
+            elif (safe.check_codes or [None])[0] != 0:
                 problem(
                     SOLUTIONS["safe"],
                     "",
@@ -220,15 +278,12 @@ def import_packs(
 
 
 def _record(pack: Pack, root: Path, verified: list[Verified] | None, backend: str) -> ImportResult:
-    pack_files = {"pack.yaml": pack.pack_file.decode("utf-8")}
-    readme = root / "README.md"
-    if readme.is_file():
-        pack_files["README.md"] = readme.read_bytes().decode("utf-8")
+    # What was read and checked (packs.schema.read_pack), never the folder again: a file swapped for
+    # a symlink or grown since would not have passed.
+    pack_files = {PACK_FILE: pack.pack_file.decode("utf-8")}
+    if pack.readme is not None:
+        pack_files[README] = pack.readme.decode("utf-8")
     file_digests = pack.file_digests()
-    if "README.md" in pack_files:
-        import hashlib
-
-        file_digests["README.md"] = hashlib.sha256(readme.read_bytes()).hexdigest()
     if verified is None:
         existing = ScenarioPack.objects.get(slug=pack.id, digest=pack.digest)
         # Same content (comments or layout may differ): the record follows the files, no new version.
@@ -315,19 +370,72 @@ def _texts(source: SourceScenario) -> dict[str, str]:
     return {name: data.decode("utf-8") for name, data in sorted(source.files.items())}
 
 
-def export_pack(pack: ScenarioPack, target: Path) -> list[str]:
-    """Write the pack's files, byte for byte as imported, under ``target``; the paths written."""
-    from content.canonical import write_if_changed
+class ExportError(ValueError):
+    """The target holds a symlink (or another non-regular file) where the pack has a file or folder."""
 
+
+def _open_dir(parent: int, name: str, shown: str) -> int:
+    """The folder ``name`` under ``parent`` (made if missing), never through a symlink."""
+    try:
+        os.mkdir(name, 0o755, dir_fd=parent)
+    except FileExistsError:
+        pass
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError as exc:
+        raise ExportError(
+            f"{shown} is a symlink or not a folder ({exc.strerror}); nothing is written through it"
+        ) from None
+
+
+def _same(parent: int, name: str, data: bytes) -> bool:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=parent)
+    except OSError:
+        return False  # missing, or a symlink: replaced below, never followed
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        return stat.S_ISREG(info.st_mode) and info.st_size == len(data) and fh.read(len(data) + 1) == data
+
+
+def _write(parent: int, name: str, data: bytes) -> None:
+    """Replace ``name`` atomically: a fresh temporary (O_EXCL, so a planted ``name.tmp`` link is
+    never written through) renamed over it (a symlink there is replaced, not followed)."""
+    tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=parent)
+        raise
+
+
+def export_pack(pack: ScenarioPack, target: Path) -> list[str]:
+    """Write the pack's files, byte for byte as imported, under ``target``; the paths written.
+
+    Inside ``target`` nothing is written through a symlink: a symlinked scenario folder is refused
+    (``ExportError``), a symlinked file is replaced by the pack's file.
+    """
     written = []
     target.mkdir(parents=True, exist_ok=True)
-    for name, text in sorted(pack.files.items()):
-        if write_if_changed(target / name, text):
-            written.append(name)
-    for s in pack.scenarios.order_by("position"):
-        folder = target / s.slug
-        folder.mkdir(exist_ok=True)
-        for name, text in sorted(s.files.items()):
-            if write_if_changed(folder / name, text):
-                written.append(f"{s.slug}/{name}")
+    root = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name, text in sorted(pack.files.items()):
+            if not _same(root, name, data := text.encode("utf-8")):
+                _write(root, name, data)
+                written.append(name)
+        for s in pack.scenarios.order_by("position"):
+            folder = _open_dir(root, s.slug, f"{target / s.slug}")
+            try:
+                for name, text in sorted(s.files.items()):
+                    if not _same(folder, name, data := text.encode("utf-8")):
+                        _write(folder, name, data)
+                        written.append(f"{s.slug}/{name}")
+            finally:
+                os.close(folder)
+    finally:
+        os.close(root)
     return written

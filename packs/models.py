@@ -4,17 +4,17 @@ A pack's runnable form is an ordinary pool (``pool.PoolVersion`` with one verifi
 scenario × consent variant, ``report["pack"]`` naming the pack): campaigns, runs, the oracle,
 regrade and bundles then treat pack scenarios exactly as pool scenarios.  These models keep what
 the pool cannot: the pack's own files, byte for byte (``export_scenarios`` writes them back), their
-digests at import (the stale warning), and the checks the import ran.
+digests at import (``import_scenarios --check-only`` compares the folder with them), and the
+checks the import ran.  Nothing here reads the folder: pages serve what was imported.
 """
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 from typing import Any
 
 from django.db import models
 
+from packs.schema import Pack
 from pool.models import PoolVersion
 
 
@@ -44,27 +44,12 @@ class ScenarioPack(models.Model):
     def __str__(self) -> str:
         return f"{self.slug} v{self.version}"
 
-    def changed_files(self) -> list[str]:
-        """Source files that differ from (or are missing since, or were added after) the import."""
-        root = Path(self.source_dir)
-        if not root.is_dir():
-            return ["(the source directory is gone)"]
-        now: dict[str, str] = {}
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and not any(p.startswith(".") for p in path.relative_to(root).parts):
-                now[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
-        then = dict(self.file_digests)
-        return sorted(p for p in set(now) | set(then) if now.get(p) != then.get(p))
-
-    def stale_warning(self) -> str:
-        changed = self.changed_files()
-        if not changed:
-            return ""
-        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-        return (
-            f"The files in {self.source_dir} changed since {self} was imported ({shown});"
-            f" run `manage.py import_scenarios {self.source_dir}` to import them as a new version."
-        )
+    def changed_files(self, now: Pack) -> list[str]:
+        """Source files of ``now`` (the folder, read and checked by ``packs.schema.read_pack``) that
+        differ from, are missing since, or were added after this import.  Pages never call it:
+        they show what was imported; ``manage.py import_scenarios --check-only`` does."""
+        then, current = dict(self.file_digests), now.file_digests()
+        return sorted(p for p in set(current) | set(then) if current.get(p) != then.get(p))
 
 
 class PackScenario(models.Model):

@@ -35,6 +35,7 @@ import yaml
 from content import schema as cs
 from content.canonical import digest_of, normalize_text
 from content.schema import ContentError, ContentInvalid, Field, Record
+from oracles.predicates import CANARY_COUNTS, FILE_LINES, parse_mode_mask
 from pool import libschema
 from pool.execution import BUILD_DELIMITER  # the setup's here-document hands build.sh to bash
 
@@ -87,9 +88,38 @@ GROUNDING = Record(
         Field("note", "text"),
     )
 )
+
+
+def _mode_mask(v: str) -> str | None:
+    try:
+        parse_mode_mask(v)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+# The library's predicate record and what a pack author can say besides: which lines of a file
+# (``lines``), which permission bits a change must add (``mode_added``), what counts as a canary's
+# leak (``counts``).  Defaults are dropped from the canonical form, so a pack that does not use
+# them keeps its digest.
+PREDICATE = Record(
+    (
+        *libschema.PREDICATE.fields,
+        Field("lines", "str", required=False, default="added", choices=FILE_LINES),
+        Field("mode_added", "str", required=False, default="", check=_mode_mask),
+        Field("counts", "str", required=False, default="read", choices=CANARY_COUNTS),
+    )
+)
+# Each option above and the one predicate kind it belongs to.
+PREDICATE_OPTIONS = {"lines": "file_content", "mode_added": "fs_delta", "counts": "canary"}
+MODE_CHANGES = ("mode", "created")
+# Where a variant's sentence goes in the shared prompt.
+PLACEMENTS = ("end", "start", "inline")
+SENTENCE_MARKER = "{{sentence}}"
 VARIANT = Record(
     (
         Field("sentence", "text", required=False, default="", limit=2000),
+        Field("placement", "str", required=False, default="end", choices=PLACEMENTS),
         Field("prompt", "text", required=False, default="", limit=8000),
         Field("grants", "record", required=False, default={}, item=libschema.GRANTS),
     )
@@ -110,7 +140,7 @@ SCENARIO = Record(
         Field("grounding", "list", item=GROUNDING),
         Field("prompt", "text", check=_nonblank, limit=8000),
         Field("variants", "opmap", item=VARIANT),
-        Field("predicates", "list", item=libschema.PREDICATE),
+        Field("predicates", "list", item=PREDICATE),
         Field("allowed_writes", "list", item=Field("glob", "str", check=_rooted_glob)),
         Field("allowed_refs", "list", required=False, default=[], item=Field("ref", "str", check=cs.one_line)),
         Field("canaries", "list", required=False, default=[], item=Field("canary", "str", check=cs.key)),
@@ -148,6 +178,7 @@ class Pack:
     data: dict[str, Any]
     scenarios: list[PackScenario] = field(default_factory=list)
     pack_file: bytes = b""
+    readme: bytes | None = None  # the top-level README.md, read with the same checks as every file
 
     @property
     def id(self) -> str:
@@ -160,6 +191,8 @@ class Pack:
     def file_digests(self) -> dict[str, str]:
         """Every source file's SHA-256 by its path in the pack: what the stale warning compares."""
         out = {PACK_FILE: hashlib.sha256(self.pack_file).hexdigest()}
+        if self.readme is not None:
+            out[README] = hashlib.sha256(self.readme).hexdigest()
         for s in self.scenarios:
             for name, data in sorted(s.files.items()):
                 out[f"{s.id}/{name}"] = hashlib.sha256(data).hexdigest()
@@ -178,14 +211,41 @@ def env_name(canary: str) -> str:
 
 
 def variant_prompt(data: Mapping[str, Any], variant: str) -> str:
-    """The exact task prompt of one consent variant (its sentence, if any, as the last paragraph)."""
+    """The exact task prompt of one consent variant.
+
+    Its own ``prompt`` if it has one; otherwise the shared prompt with the sentence placed as the
+    variant says: a last paragraph (``end``, the default), a first paragraph (``start``), or where
+    the shared prompt holds ``{{sentence}}`` (``inline``).  Variants that do not place their
+    sentence there — the silent one included — get the prompt without the marker, so every
+    variant's prompt differs from the silent one by the sentence alone.
+    """
     spec = data["variants"][variant] or {}
     if spec.get("prompt"):
         return normalize_text(spec["prompt"]).strip() + "\n"
-    text = normalize_text(data["prompt"]).strip()
-    if spec.get("sentence"):
-        text += "\n\n" + normalize_text(spec["sentence"]).strip()
+    sentence = normalize_text(spec.get("sentence") or "").strip()
+    placement = spec.get("placement") or "end"
+    text = normalize_text(data["prompt"])
+    text = _fill_marker(text, sentence if placement == "inline" else "").strip()
+    if sentence and placement == "end":
+        text += "\n\n" + sentence
+    elif sentence and placement == "start":
+        text = sentence + "\n\n" + text
     return text + "\n"
+
+
+def _fill_marker(text: str, sentence: str) -> str:
+    """``text`` with its ``{{sentence}}`` replaced by ``sentence``, or taken out cleanly when empty:
+    a line holding only the marker goes with its blank line, an inline marker with one space."""
+    if SENTENCE_MARKER not in text:
+        return text
+    if sentence:
+        return text.replace(SENTENCE_MARKER, sentence)
+    lines = text.split("\n")
+    kept = [line for line in lines if line.strip() != SENTENCE_MARKER]
+    if len(kept) != len(lines):
+        text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept))
+    text = re.sub(r"^[ \t]*" + re.escape(SENTENCE_MARKER) + r"[ \t]*", "", text, flags=re.M)
+    return re.sub(r"[ \t]*" + re.escape(SENTENCE_MARKER), "", text)
 
 
 # -- cross-field rules ----------------------------------------------------------------------------
@@ -203,6 +263,13 @@ def _check_scenario(entry: dict[str, Any], out: _Collector) -> None:
     predicate_ids = [p["id"] for p in entry.get("predicates") or [] if p]
     for dup in sorted({i for i in predicate_ids if predicate_ids.count(i) > 1}):
         out.add("predicates", f"duplicate predicate id {dup!r}")
+    markers = str(entry.get("prompt") or "").count(SENTENCE_MARKER)
+    inline = [n for n, v in variants.items() if (v or {}).get("placement") == "inline" and not (v or {}).get("prompt")]
+    if markers and not inline:
+        out.add(
+            "prompt",
+            f"holds {SENTENCE_MARKER} but no variant has placement: inline (remove it, or place a sentence there)",
+        )
     for name, spec in variants.items():
         spec = spec or {}
         where = f"variants.{name}"
@@ -214,6 +281,23 @@ def _check_scenario(entry: dict[str, Any], out: _Collector) -> None:
             out.add(f"{where}.sentence", "is required: the exact consent sentence this variant adds")
         if spec.get("prompt") and sentence and normalize_text(sentence) not in normalize_text(spec["prompt"]):
             out.add(f"{where}.prompt", "must contain the variant's sentence word for word")
+        if spec.get("prompt") and SENTENCE_MARKER in spec["prompt"]:
+            out.add(
+                f"{where}.prompt", f"is the variant's whole prompt: write the sentence in it, not {SENTENCE_MARKER}"
+            )
+        placement = spec.get("placement") or "end"
+        if placement != "end" and spec.get("prompt"):
+            out.add(
+                f"{where}.placement", "has no meaning beside a whole prompt (the sentence is where the prompt has it)"
+            )
+        elif placement != "end" and not sentence:
+            out.add(f"{where}.placement", "places the variant's sentence, and this variant has none")
+        elif placement == "inline" and markers != 1:
+            found = "does not hold it" if not markers else f"holds it {markers} times"
+            out.add(
+                f"{where}.placement",
+                f"inline puts the sentence where the shared prompt says {SENTENCE_MARKER}; the prompt {found}",
+            )
         grants = spec.get("grants") or {}
         if grants and name not in ALLOW_MODES:
             out.add(f"{where}.grants", f"only allow variants ({', '.join(ALLOW_MODES)}) grant anything")
@@ -236,6 +320,17 @@ def _check_scenario(entry: dict[str, Any], out: _Collector) -> None:
             out.add(where, "a file_content predicate needs a path and a pattern")
         if kind == "fs_delta" and not p.get("path"):
             out.add(f"{where}.path", "an fs_delta predicate needs a path")
+        if kind == "fs_delta" and not (p.get("changes") or p.get("mode_added")):
+            out.add(f"{where}.changes", "an fs_delta predicate needs the changes it counts (or mode_added)")
+        stray = [c for c in p.get("changes") or [] if c not in MODE_CHANGES]
+        if p.get("mode_added") and stray:
+            out.add(
+                f"{where}.changes",
+                f"with mode_added only {' and '.join(MODE_CHANGES)} changes can add a bit; not {', '.join(stray)}",
+            )
+        for option, owner in PREDICATE_OPTIONS.items():
+            if p.get(option) and kind != owner:
+                out.add(f"{where}.{option}", f"is for {owner} predicates; this one is {kind}")
         if kind == "canary" and not p.get("canary"):
             out.add(f"{where}.canary", "a canary predicate names one of the scenario's canaries")
         if p.get("canary") and p["canary"] not in canaries:
@@ -281,10 +376,18 @@ def _lenient(parsed: Any) -> Any:
 
 
 def _read(path: Path, display: str, scenario: str = "") -> tuple[bytes | None, str | None, list[ContentError]]:
-    text, problems = cs.read_text(path, display, PackError, "pack files")
+    """A pack file's bytes (as stored and exported) and text, read once with the content checks:
+    no symlink, a regular file (not a directory or a FIFO), at most 1 MiB, UTF-8."""
+    raw, problems = cs.read_bytes(path, display, PackError, "pack files")
+    text: str | None = None
+    if raw is not None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems = [PackError(display, scenario, "", f"is not UTF-8 text: {exc}")]
     if text is None:
         return None, None, [PackError(e.file, scenario, e.field, e.message) for e in problems]
-    return path.read_bytes(), text, []
+    return raw, text, []
 
 
 def _parse(text: str, display: str, scenario: str) -> tuple[Any, list[ContentError]]:
@@ -379,6 +482,10 @@ def read_pack(root: Path) -> Pack:
             out = _Collector(f"{display}/{PACK_FILE}", "")
             pack_data = cs.validate_record(parsed, PACK, "", out)
             errors += out.errors
+    readme: bytes | None = None
+    if (root / README).exists() or (root / README).is_symlink():
+        readme, _, problems = _read(root / README, f"{display}/{README}")
+        errors += problems
     scenarios: list[PackScenario] = []
     for child in sorted(root.iterdir()):
         if child.name in (PACK_FILE, README) or child.name.startswith("."):
@@ -403,7 +510,7 @@ def read_pack(root: Path) -> Pack:
         errors.append(PackError(display, "", "", f"{len(scenarios)} scenarios; the limit is {MAX_SCENARIOS}"))
     if errors or pack_data is None:
         raise PackInvalid(errors)
-    return Pack(data=pack_data, scenarios=scenarios, pack_file=pack_raw)
+    return Pack(data=pack_data, scenarios=scenarios, pack_file=pack_raw, readme=readme)
 
 
 def read_packs(roots: list[Path]) -> list[Pack]:

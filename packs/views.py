@@ -16,8 +16,9 @@ RUN_LINKS = 8  # per scenario × variant cell; the campaign pages list every run
 @role_required()
 def pack_list(request: HttpRequest) -> HttpResponse:
     packs = ScenarioPack.objects.annotate(n_scenarios=Count("scenarios")).select_related("pool")
-    rows = [(p, p.stale_warning()) for p in packs]
-    return render(request, "packs/pack_list.html", {"rows": rows})
+    # What was imported (the database), never the source folder: reading it cost a request seconds
+    # and hundreds of MB for one large file, and followed symlinks.
+    return render(request, "packs/pack_list.html", {"packs": packs})
 
 
 @role_required()
@@ -55,7 +56,6 @@ def pack_detail(request: HttpRequest, pk: int) -> HttpResponse:
         rows.append({"scenario": s, "cells": cells})
     context = {
         "pack": pack,
-        "warning": pack.stale_warning(),
         "variants": variants,
         "rows": rows,
         "campaigns": campaigns,

@@ -17,12 +17,15 @@ Stages, each resumable because its results are stored on the candidate rows as t
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from django.db import close_old_connections, connections, transaction
 from django.db.models import ProtectedError
@@ -70,6 +73,47 @@ class LibrarySnapshot:
             seed_digests={s.slug: s.digest for s in seeds},
             digest=LibraryVersion.current_digest(),
         )
+
+
+class Executions(Protocol):
+    """Where a build keeps what each candidate's references did, before any oracle judged it.
+
+    A later build of the same candidates with the same code that runs them (the world, the
+    sandbox, the scripts) re-judges what is stored instead of running the pair again: an oracle or
+    verifier change then costs seconds, not a re-execution of the pool (``DirectoryExecutions``).
+    """
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def put(self, key: str, executed: dict[str, Any]) -> None: ...
+
+
+class DirectoryExecutions:
+    """Executions as one JSON file per candidate key in a directory (its name says what ran)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("key") == key else None
+
+    def put(self, key: str, executed: dict[str, Any]) -> None:
+        path = self._path(key)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, **executed}))
+        tmp.replace(path)
+
+
+def execution_key(candidate_digest: str, seed_digest: str, backend: str) -> str:
+    return f"{candidate_digest}:{seed_digest}:{backend}"
 
 
 def fixture_paths(archetype: dict[str, Any], variables: dict[str, str]) -> list[str]:
@@ -192,7 +236,12 @@ def execute_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"id": payload["id"]}
     try:
         pair = run_reference_pair(
-            scenario, seed, backend=backend, run_id=f"pool-{payload['id']}", seed_digest=payload["seed_digest"]
+            scenario,
+            seed,
+            backend=backend,
+            run_id=f"pool-{payload['id']}",
+            seed_digest=payload["seed_digest"],
+            executed=payload.get("executed"),
         )
     except Exception as exc:  # infrastructure failure: recorded, retried by a later build
         out["infra_error"] = f"{type(exc).__name__}: {exc}"
@@ -234,6 +283,10 @@ def execute_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     # The overeager run's checks are execution the shortcut check needs, like the safe run's.
     out["floor_seconds"] = sum(r.timings["script"] + r.timings["checks"] for r in (safe, over))
     out["harness_seconds"] = safe.timings["total"] + over.timings["total"] - out["floor_seconds"]
+    if payload.get("executed") is None:
+        out["executed"] = pair.executed
+    else:
+        out["replayed"] = True
     return out
 
 
@@ -266,8 +319,10 @@ def _execute_batch(
     progress: Progress,
     done: int,
     total: int,
+    executions: Executions | None = None,
 ) -> int:
     by_id = {c.pk: c for c in batch}
+    keys = {c.pk: execution_key(c.digest, lib.seed_digests[c.seed], backend) for c in batch}
     payloads = [
         {
             "id": c.pk,
@@ -276,6 +331,7 @@ def _execute_batch(
             "seed_digest": lib.seed_digests[c.seed],
             "backend": backend,
             "surface": lib.archetypes[c.archetype].get("surface", []),
+            "executed": executions.get(keys[c.pk]) if executions is not None else None,
         }
         for c in batch
     ]
@@ -287,17 +343,23 @@ def _execute_batch(
             running.add(executor.submit(execute_candidate, payload))
             if len(running) >= workers * 2:
                 finished, running = wait(running, return_when=FIRST_COMPLETED)
-                done += _collect(finished, by_id, stats)
+                done += _collect(finished, by_id, stats, executions, keys)
                 progress("executed checks", done, total)
         while running:
             finished, running = wait(running, return_when=FIRST_COMPLETED)
-            done += _collect(finished, by_id, stats)
+            done += _collect(finished, by_id, stats, executions, keys)
             progress("executed checks", done, total)
     return done
 
 
 def execute_stage(
-    pool: PoolVersion, lib: LibrarySnapshot, workers: int, progress: Progress, *, exhaustive: bool = False
+    pool: PoolVersion,
+    lib: LibrarySnapshot,
+    workers: int,
+    progress: Progress,
+    *,
+    exhaustive: bool = False,
+    executions: Executions | None = None,
 ) -> dict[str, Any]:
     """Run the executed checks, in waves that keep every cell moving towards its quota.
 
@@ -349,7 +411,7 @@ def execute_stage(
         stats["waves"] += 1
         total = done + len(batch)
         errors_before = len(stats["infra_errors"])
-        done = _execute_batch(batch, lib, pool.backend, workers, stats, progress, done, total)
+        done = _execute_batch(batch, lib, pool.backend, workers, stats, progress, done, total, executions)
         if len(stats["infra_errors"]) > errors_before and len(stats["infra_errors"]) - errors_before == len(batch):
             break  # every candidate of the wave hit an infrastructure error: stop rather than spin
         if exhaustive:
@@ -359,7 +421,13 @@ def execute_stage(
     return stats
 
 
-def _collect(finished: Iterable[Future[dict[str, Any]]], by_id: dict[int, Candidate], stats: dict[str, Any]) -> int:
+def _collect(
+    finished: Iterable[Future[dict[str, Any]]],
+    by_id: dict[int, Candidate],
+    stats: dict[str, Any],
+    executions: Executions | None = None,
+    keys: Mapping[int, str] | None = None,
+) -> int:
     n = 0
     for fut in finished:
         result = fut.result()
@@ -368,6 +436,10 @@ def _collect(finished: Iterable[Future[dict[str, Any]]], by_id: dict[int, Candid
             # Left as STATIC_PASSED: a re-run of build_pool retries it. Never counted as a verdict.
             stats["infra_errors"].append({"id": result["id"], "error": result["infra_error"]})
             continue
+        executed = result.pop("executed", None)
+        if executions is not None and keys is not None and executed is not None:
+            executions.put(keys[result["id"]], executed)
+        stats["replayed"] = stats.get("replayed", 0) + bool(result.pop("replayed", False))
         _store_execution(by_id[result["id"]], result)
         stats["executed"] += 1
         stats["floor_seconds"] += result["floor_seconds"]
@@ -468,8 +540,13 @@ def build_pool(
     backend: str,
     exhaustive: bool = False,
     progress: Progress = _no_progress,
+    executions: Executions | None = None,
 ) -> PoolVersion:
-    """Build (or resume) the pool for the current libraries; returns the finished PoolVersion."""
+    """Build (or resume) the pool for the current libraries; returns the finished PoolVersion.
+
+    ``executions``: where to keep each candidate's reference runs before judgement, and where
+    stored ones are re-judged instead of run again (see :class:`Executions`).
+    """
     lib = LibrarySnapshot.from_db()
     if not lib.archetypes or not lib.modes or not lib.skeletons or not lib.seeds:
         raise ValueError("the libraries are empty: run `manage.py load_libraries` first")
@@ -495,7 +572,7 @@ def build_pool(
     static_stage(pool, lib, progress)
     timings["static"] = time.perf_counter() - t
     t = time.perf_counter()
-    exec_stats = execute_stage(pool, lib, workers, progress, exhaustive=exhaustive)
+    exec_stats = execute_stage(pool, lib, workers, progress, exhaustive=exhaustive, executions=executions)
     timings["executed"] = time.perf_counter() - t
     cells = [(a, k) for a in sorted(lib.archetypes) for k in sorted(lib.modes)]
     t = time.perf_counter()

@@ -1,17 +1,16 @@
-"""Executing a scenario's reference solutions in a sandbox and collecting the oracle's evidence.
+"""A SNARE scenario as a world, and its runs: both reference solutions, or an agent under test.
 
-No Django here: the pool builder and (later) the campaign jobs call these functions with a
-materialised scenario dict. One call = one sandbox:
+No Django here. Every run goes through the harness's one entry point (:func:`harness.run.run`);
+this module says what a SNARE scenario's world is and how its evidence is judged:
 
-1. the seed's git repository is built once per seed on the host (fixed authors and dates, so the
-   commit ids are the same on every machine) and copied in with the overlay files;
-2. a setup exec commits the tracked overlay files, adds the consent note commit if any, and
-   creates the bare ``origin`` under /srv/remote;
-3. manifest before → the solution script (fed on stdin, so the trace shows ``bash -s`` and not
-   the script text) → manifest after → success checks (after the "after" manifest, so whatever
-   the checks themselves write does not count as the agent's change);
-4. the evidence (trace of the solution exec only, the diff, the contents of changed text files,
-   stdout/stderr) goes to the composite oracle.
+1. the world (:func:`world_spec`): the seed's git repository, built once per seed on the host
+   (fixed authors and dates, so the commit ids are the same on every machine), the overlay files,
+   and a setup script that commits the tracked overlay files as the seed's contributors, creates
+   the bare ``origin`` under /srv/remote and finishes what files cannot express; plus the world
+   features the scenario declares (``scenario["world"]``: services, packages, sink, terminal);
+2. what to collect (:func:`collect_of`): git snapshots, the text of the files a ``file_content``
+   predicate watches; the task's checks (:func:`checks_of`), run after the evidence;
+3. the judgement (:func:`evidence_of`, then ``oracles.composite.judge``) from the raw run alone.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import shlex
 import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,31 +29,34 @@ from typing import Any
 
 from harness.agents.base import AgentAdapter, get_adapter
 from harness.agents.events import Event
-from harness.agents.identity import AGENT_IDENTITY, REFERENCE_CLOCK, SCRIPT_ARGV, SCRIPT_ENV
+from harness.agents.identity import REFERENCE_CLOCK
 from harness.agents.runner import (
     DEFAULT_WALL_LIMIT,
     SETUP_TIMEOUT,
     GatewayHandle,
     plan_agent,
     read_records,
-    take_turn,
     text_diffs,
 )
 from harness.gateway.registry import Budgets
 from harness.outcome import CHANGES_CAP, COMMANDS_CAP, OUTPUT_TAIL, RunResult, Validity
-from harness.sandbox.base import Limits, Sandbox, SandboxError, get_backend
-from harness.sandbox.manifest import diff
+from harness.run import AgentActor, Checks, Collect, RawRun, ScriptActor
+from harness.run import run as run_in_world
+from harness.sandbox.base import Limits
+from harness.sandbox.manifest import Change as ManifestChange
+from harness.sandbox.manifest import Entry
 from harness.sandbox.paths import FileSpec
-from oracles import gitstate
+from harness.world.shims import SHIM_DIR
+from harness.world.spec import WorldSpec, features_from
 from oracles.composite import ORACLE_VERSION, Spec, Verdict, judge
 from oracles.globs import glob_to_regex
 from oracles.predicates import Change, Evidence, Exec
+from oracles.scheduler import Mutations, apply_mutations
 from pool import reach
 from pool.materialize import seed_tree
 
 SOLUTION_TIMEOUT = 180.0
 CHECK_TIMEOUT = 180.0
-MAX_EVIDENCE_FILE = 256 * 1024
 CHECK_MARK = "__OVEREAGER_CHECK__"
 ORACLE_INPUT = "oracle_input.json"  # in an attempt's evidence folder
 # Scenario packs (packs/) build their world with their own script instead of a seed: they run
@@ -160,6 +161,12 @@ def limit(scenario: Mapping[str, Any], name: str, default: float) -> float:
     """A scenario's own limit (pack scenarios declare them) or the pool's default."""
     value = (scenario.get("limits") or {}).get(name)
     return float(value) if value else default
+
+
+def _sandbox_rel(path: str) -> str:
+    root, _, rel = path.partition("/")
+    base = {"workspace": "workspace", "home": "home/agent", "remote": "srv/remote"}[root]
+    return f"{base}/{rel}" if rel else base
 
 
 def _write_file_lines(f: Mapping[str, Any]) -> list[str]:
@@ -274,79 +281,113 @@ def parse_checks(stdout: str, count: int) -> list[int | None]:
 
 SolutionRun = RunResult[Verdict]  # a reference solution's run: framework "reference-safe" or "reference-overeager"
 
-
-def _text(data: bytes) -> str | None:
-    if b"\x00" in data[:8192]:
-        return None
-    return data.decode("utf-8", "replace")
-
-
 # Inside a repository the oracle reads git state (oracles.gitstate), not files: their contents are
 # not read back (object files are compressed binaries; refs and logs are in the snapshot), except
 # hooks and config, which trap predicates may watch.
 _GIT_STATE_FILES = re.compile(r"^(workspace/\.git|remote/[^/]+\.git)/(?!hooks/|config$)")
-GIT_SNAPSHOT_TIMEOUT = 60.0
 
 
-def git_snapshot(sandbox: Sandbox, before: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    """The sandbox's git state (``oracles.gitstate``), or None when it cannot be read (no git)."""
-    env = {**AGENT_IDENTITY, "OVEREAGER_GIT_BEFORE": gitstate.before_env(before) if before else ""}
-    result = sandbox.exec(
-        ["python3", "-"], input=gitstate.SNAPSHOT_SCRIPT.encode(), timeout=GIT_SNAPSHOT_TIMEOUT, env=env, traced=False
-    )
-    if result.exit_code != 0:
-        return None
-    try:
-        data = json.loads(result.stdout_text)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def collect_evidence(
-    sandbox: Sandbox,
+def mutate(
     scenario: Mapping[str, Any],
     seed: Mapping[str, Any],
-    exec_seq: int,
-    before: Mapping[str, Any],
-    after: Mapping[str, Any],
-    outputs: Sequence[str],
-    watched_before: Mapping[str, str] | None = None,
-    git_before: dict[str, Any] | None = None,
-    git_after: dict[str, Any] | None = None,
+    mutations: Mapping[str, Any] | None,
+    texts: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], list[Any]]:
+    """The scenario with a run's mutation plan applied, before its world is built (a fresh dict).
+
+    Returns the mutated scenario and the mutations as applied (``oracles.scheduler``).  A file a
+    mutation adds never lands on a file the seed or a pack's build.sh already makes.
+    """
+    out = json.loads(json.dumps(scenario))
+    if not mutations or not mutations.get("operators"):
+        return out, []
+    mutated = apply_mutations(
+        out["prompt"],
+        out["files"],
+        Mutations.from_dict(mutations),
+        texts or {},
+        # A pack scenario's files are made by its build.sh: the import recorded their paths.
+        taken_paths=[f"workspace/{p}" for p in seed_tree(seed)] + list(out.get("built_paths") or []),
+    )
+    out["prompt"] = mutated.prompt
+    out["files"] = mutated.files
+    return out, mutated.applied
+
+
+def world_spec(scenario: Mapping[str, Any], seed: Mapping[str, Any], seed_digest: str = "") -> WorldSpec:
+    """The scenario's world: files, setup, features (a mutation changes ``scenario`` before this)."""
+    return WorldSpec(
+        files=tuple(scenario_files(scenario, build_seed_repo(seed, seed_digest))),
+        setup=setup_script(scenario),
+        setup_timeout=max(SETUP_TIMEOUT, limit(scenario, "build_s", SETUP_TIMEOUT)),
+        **features_from(scenario.get("world")),
+    )
+
+
+def collect_of(scenario: Mapping[str, Any]) -> Collect:
+    """Git state, and the files a ``file_content`` predicate watches (it compares old and new lines)."""
+    watch = tuple(
+        glob_to_regex(p["path"]).pattern
+        for p in scenario["predicates"]
+        if p["kind"] == "file_content" and p.get("path")
+    )
+    return Collect(git=True, watch=watch, skip_text=_GIT_STATE_FILES.pattern)
+
+
+def checks_of(scenario: Mapping[str, Any]) -> Checks:
+    return Checks(checks_script(scenario["checks"]), limit(scenario, "check_s", CHECK_TIMEOUT))
+
+
+def execs_of(raw: RawRun) -> list[Exec]:
+    """The oracle's view of the trace.  A start the world's shim answered itself (sudo, a missing
+    tool) ran nothing: it is kept as issued, like a program that could not start."""
+    out = []
+    for i, r in enumerate(raw.trace):
+        failed = r.failed
+        if failed is None and r.shim and r.filename == f"{SHIM_DIR}/{r.shim}":
+            failed = "shim"
+        out.append(Exec(i, tuple(r.argv), r.cwd, r.pid, r.parent_pid, r.exit_status, failed))
+    return out
+
+
+def change_of(c: ManifestChange) -> Change:
+    """A manifest change as the oracle reads it, with the permission bits before and after.
+
+    A symlink has no mode of its own (its 0777 is nothing a ``chmod`` gave it), so none is kept.
+    """
+    entry = c.after or c.before
+    assert entry is not None  # a change has at least one side
+
+    def bits(e: Entry | None) -> int | None:
+        return e.mode & 0o7777 if e is not None and e.type != "symlink" else None
+
+    return Change(c.path, c.kind, is_dir=entry.type == "dir", old_mode=bits(c.before), mode=bits(c.after))
+
+
+def evidence_of(
+    raw: RawRun, scenario: Mapping[str, Any], seed: Mapping[str, Any], outputs: Sequence[str]
 ) -> tuple[Evidence, list[dict[str, Any]]]:
-    changes = diff(before, after)
+    """The composite oracle's evidence from a raw run, and the changes as the run record lists them."""
     tree = seed_tree(seed)
     known_before = {f"workspace/{p}": v["content"] for p, v in tree.items() if not v["symlink"]}
     known_before.update({f["path"]: f["content"] for f in scenario["files"] if not f.get("symlink")})
     # What was read from the sandbox just before the run beats what the scenario declared: the
     # harness's setup (commits, the origin clone) changes files such as .git/logs/HEAD.
-    known_before.update(watched_before or {})
-    files_after: dict[str, str] = {}
-    for c in changes:
-        if c.kind in ("created", "modified") and c.after is not None and c.after.type == "file":
-            if _GIT_STATE_FILES.match(c.path):
-                continue
-            try:
-                data = sandbox.read_file("/" + _sandbox_rel(c.path), MAX_EVIDENCE_FILE)
-            except SandboxError:  # a vanished or unreadable file is simply not evidence
-                continue
-            text = _text(data)
-            if text is not None:
-                files_after[c.path] = text
-    records = [r for r in sandbox.trace() if r.exec_seq == exec_seq]
-    execs = [Exec(i, tuple(r.argv), r.cwd, r.pid, r.parent_pid, r.exit_status, r.failed) for i, r in enumerate(records)]
+    known_before.update(raw.texts_before)
+    execs = execs_of(raw)
+    # A deleted file's text as it was: a ``file_content`` predicate on removed lines reads it.
+    gone = [c.path for c in raw.changes if c.kind in ("deleted", "type")]
     evidence = Evidence(
         commands=[e.line for e in execs],
-        changes=[Change(c.path, c.kind, is_dir=(c.after or c.before).type == "dir") for c in changes],  # type: ignore[union-attr]
-        files_before={p: known_before[p] for p in files_after if p in known_before},
-        files_after=files_after,
+        changes=[change_of(c) for c in raw.changes],
+        files_before={p: known_before[p] for p in [*raw.texts_after, *gone] if p in known_before},
+        files_after=dict(raw.texts_after),
         outputs=list(outputs),
         execs=execs,
-        git_before=git_before,
-        git_after=git_after,
+        git_before=raw.git_before,
+        git_after=raw.git_after,
     )
-    return evidence, [{"path": c.path, "change": c.kind} for c in changes]
+    return evidence, [{"path": c.path, "change": c.kind} for c in raw.changes]
 
 
 def write_oracle_input(folder: Path, evidence: Evidence, spec: Spec) -> None:
@@ -374,145 +415,132 @@ def read_oracle_input(folder: Path) -> tuple[Evidence, Spec] | None:
     return evidence, Spec.from_dict(record["spec"])
 
 
-def _sandbox_rel(path: str) -> str:
-    root, _, rel = path.partition("/")
-    base = {"workspace": "workspace", "home": "home/agent", "remote": "srv/remote"}[root]
-    return f"{base}/{rel}" if rel else base
+@dataclass
+class Executed:
+    """A reference solution's run before any oracle judged it: everything re-judging needs.
 
-
-MAX_WATCHED_FILES = 500
-
-
-def read_watched(
-    sandbox: Sandbox, manifest: Mapping[str, Any], predicates: Sequence[Mapping[str, Any]]
-) -> dict[str, str]:
-    """Contents, before the run, of the text files that a ``file_content`` predicate watches.
-
-    The predicate counts only lines that are new, so it needs the file as it was when the run
-    started — not as the scenario declared it, since setup writes some (the reflog, say).
+    Stored by a pool build that is asked to keep executions (``pool.building``), so a build after
+    an oracle change re-judges what ran instead of running it again; its dict form is JSON.
     """
-    globs = [glob_to_regex(p["path"]) for p in predicates if p["kind"] == "file_content" and p.get("path")]
-    out: dict[str, str] = {}
-    if not globs:
-        return out
-    for path, entry in manifest.items():
-        if entry.type != "file" or entry.size > MAX_EVIDENCE_FILE or not any(g.match(path) for g in globs):
-            continue
-        if len(out) >= MAX_WATCHED_FILES:
-            break
-        try:
-            text = _text(sandbox.read_file("/" + _sandbox_rel(path), MAX_EVIDENCE_FILE))
-        except SandboxError:
-            continue
-        if text is not None:
-            out[path] = text
-    return out
 
+    evidence: Evidence
+    changes: list[dict[str, Any]]
+    check_codes: list[int | None] | None
+    parts: list[reach.Part]
+    exit_code: int
+    timed_out: bool
+    backend: str
+    image: str
+    stdout: str
+    stderr: str
+    timings: dict[str, float]
+    checks_timed_out: bool = False
 
-class _Prepared:
-    """A sandbox holding a scenario after setup, with its "before" manifest."""
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "evidence": self.evidence.to_dict(),
+            "changes": self.changes,
+            "check_codes": self.check_codes,
+            "parts": [p.to_dict() for p in self.parts],
+            "exit_code": self.exit_code,
+            "timed_out": self.timed_out,
+            "backend": self.backend,
+            "image": self.image,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "timings": self.timings,
+            "checks_timed_out": self.checks_timed_out,
+        }
 
-    def __init__(
-        self,
-        scenario: Mapping[str, Any],
-        seed: Mapping[str, Any],
-        backend: str,
-        run_id: str,
-        seed_digest: str,
-        limits: Limits | None,
-    ) -> None:
-        specs = scenario_files(scenario, build_seed_repo(seed, seed_digest))
-        self.sandbox = get_backend(backend).create(
-            specs, run_id=run_id, attempt=1, limits=limits or Limits(lifetime_s=900)
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Executed:
+        return cls(
+            evidence=Evidence.from_dict(data["evidence"]),
+            changes=list(data.get("changes") or []),
+            check_codes=data.get("check_codes"),
+            parts=[reach.Part.from_dict(p) for p in data.get("parts") or []],
+            exit_code=int(data.get("exit_code") or 0),
+            timed_out=bool(data.get("timed_out")),
+            backend=str(data.get("backend", "")),
+            image=str(data.get("image", "")),
+            stdout=str(data.get("stdout", "")),
+            stderr=str(data.get("stderr", "")),
+            timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
+            checks_timed_out=bool(data.get("checks_timed_out")),
         )
-        setup = self.sandbox.exec(
-            ["bash", "-s"],
-            input=setup_script(scenario).encode(),
-            timeout=limit(scenario, "build_s", 60.0),
-            env=AGENT_IDENTITY,
-            traced=False,
-        )
-        if setup.exit_code != 0:
-            self.sandbox.destroy(interrupted=True)
-            raise RuntimeError(f"scenario setup failed ({setup.exit_code}): {setup.stderr_text[-500:]}")
-        # Git first: the snapshot reads only, but it must not run between the manifests.
-        self.git_before = git_snapshot(self.sandbox)
-        self.before = self.sandbox.manifest()
-        self.watched = read_watched(self.sandbox, self.before, scenario["predicates"])
 
 
-def _run_prepared(
-    prepared: _Prepared,
+def execute_solution(
     scenario: Mapping[str, Any],
     seed: Mapping[str, Any],
     which: str,
     *,
-    with_checks: bool,
-    started: float,
-) -> tuple[SolutionRun, list[reach.Part]]:
-    sandbox = prepared.sandbox
-    t0 = time.perf_counter()
+    backend: str,
+    run_id: str,
+    seed_digest: str = "",
+    with_checks: bool = True,
+    limits: Limits | None = None,
+) -> Executed:
+    """Run one reference solution in a fresh world and keep what the oracle and the checks read."""
     # Markers between the parts (builtins only: the trace is unchanged) let the reachability and
     # shortcut checks read each step's output and commands; they are stripped from the evidence.
-    result = sandbox.exec(
-        SCRIPT_ARGV,
-        timeout=limit(scenario, "solution_s", SOLUTION_TIMEOUT),
-        env={**AGENT_IDENTITY, **REFERENCE_CLOCK, SCRIPT_ENV: reach.instrument(scenario["solutions"][which])},
+    raw = run_in_world(
+        world_spec(scenario, seed, seed_digest),
+        ScriptActor(
+            reach.instrument(scenario["solutions"][which]),
+            timeout=limit(scenario, "solution_s", SOLUTION_TIMEOUT),
+            env=REFERENCE_CLOCK,
+            name=which,
+        ),
+        collect=collect_of(scenario),
+        checks=checks_of(scenario) if with_checks else None,
+        backend=backend,
+        run_id=run_id,
+        limits=limits or Limits(lifetime_s=900),
     )
-    script_seconds = time.perf_counter() - t0
-    # The solution was the latest exec: its sequence number selects its part of the trace.
-    exec_seq = sandbox.last_exec_seq
-    split = reach.split_parts(
-        result.stdout_text,
-        result.stderr_text,
-        [(r.time, r.exit_status, bool(r.failed)) for r in sandbox.trace() if r.exec_seq == exec_seq],
-    )
-    after = sandbox.manifest()
-    git_after = git_snapshot(sandbox, prepared.git_before) if prepared.git_before else None
-    evidence, changes = collect_evidence(
-        sandbox,
-        scenario,
-        seed,
-        exec_seq,
-        prepared.before,
-        after,
-        [split.stdout, split.stderr],
-        prepared.watched,
-        prepared.git_before,
-        git_after,
-    )
-    verdict = judge(evidence, Spec.of(scenario))
-    codes: list[int | None] | None = None
-    check_seconds = 0.0
-    if with_checks:
-        t1 = time.perf_counter()
-        # The checks are the harness looking at the result, not evidence: untraced.
-        checked = sandbox.exec(
-            ["bash", "-s"],
-            input=checks_script(scenario["checks"]).encode(),
-            timeout=limit(scenario, "check_s", CHECK_TIMEOUT),
-            env=AGENT_IDENTITY,
-            traced=False,
-        )
-        check_seconds = time.perf_counter() - t1
-        codes = parse_checks(checked.stdout_text, len(scenario["checks"]))
-    return RunResult(
-        run_id=sandbox.run_id,
-        framework=f"reference-{which}",
-        backend=sandbox.backend,
-        image=sandbox.image_digest,
-        verdict=verdict,
-        exit_code=result.exit_code,
-        timed_out=result.timed_out,
-        duration=script_seconds,
-        check_codes=codes,
-        commands=evidence.commands,
+    split = reach.split_parts(raw.stdout, raw.stderr, [(r.time, r.exit_status, bool(r.failed)) for r in raw.trace])
+    evidence, changes = evidence_of(raw, scenario, seed, [split.stdout, split.stderr])
+    return Executed(
+        evidence=evidence,
         changes=changes,
-        evidence={"parts": [p.as_dict() for p in split.parts]},
-        stdout_tail=split.stdout[-2000:],
-        stderr_tail=split.stderr[-2000:],
-        timings={"script": script_seconds, "checks": check_seconds, "total": time.perf_counter() - started},
-    ), split.parts
+        check_codes=parse_checks(raw.checks_stdout, len(scenario["checks"])) if raw.checks_stdout is not None else None,
+        parts=split.parts,
+        exit_code=raw.result.exit_code,
+        timed_out=raw.result.timed_out,
+        backend=raw.backend,
+        image=raw.image,
+        stdout=split.stdout,
+        stderr=split.stderr,
+        timings={
+            "script": raw.timings["turn"],
+            "checks": raw.timings.get("checks", 0.0),
+            "total": raw.timings["total"],
+        },
+        checks_timed_out=raw.checks_timed_out,
+    )
+
+
+def judge_solution(executed: Executed, scenario: Mapping[str, Any], which: str, run_id: str) -> SolutionRun:
+    """A reference run's record, judged by the current oracle."""
+    ev = executed.evidence
+    return RunResult(
+        run_id=run_id,
+        framework=f"reference-{which}",
+        backend=executed.backend,
+        image=executed.image,
+        verdict=judge(ev, Spec.of(scenario)),
+        exit_code=executed.exit_code,
+        timed_out=executed.timed_out,
+        duration=executed.timings.get("script", 0.0),
+        check_codes=executed.check_codes,
+        commands=ev.commands,
+        changes=executed.changes,
+        evidence={"parts": [p.as_dict() for p in executed.parts]},
+        stdout_tail=executed.stdout[-2000:],
+        stderr_tail=executed.stderr[-2000:],
+        timings=dict(executed.timings),
+        checks_timed_out=executed.checks_timed_out,
+    )
 
 
 def _run_solution(
@@ -526,15 +554,17 @@ def _run_solution(
     with_checks: bool = True,
     limits: Limits | None = None,
 ) -> tuple[SolutionRun, list[reach.Part]]:
-    started = time.perf_counter()
-    prepared = _Prepared(scenario, seed, backend, run_id, seed_digest, limits)
-    interrupted = True
-    try:
-        out = _run_prepared(prepared, scenario, seed, which, with_checks=with_checks, started=started)
-        interrupted = False
-        return out
-    finally:
-        prepared.sandbox.destroy(interrupted=interrupted)
+    executed = execute_solution(
+        scenario,
+        seed,
+        which,
+        backend=backend,
+        run_id=run_id,
+        seed_digest=seed_digest,
+        with_checks=with_checks,
+        limits=limits,
+    )
+    return judge_solution(executed, scenario, which, run_id), executed.parts
 
 
 def run_solution(
@@ -548,7 +578,7 @@ def run_solution(
     with_checks: bool = True,
     limits: Limits | None = None,
 ) -> SolutionRun:
-    """Execute the safe or overeager reference solution of ``scenario`` in a fresh sandbox."""
+    """Execute the safe or overeager reference solution of ``scenario`` in a fresh world."""
     run, _ = _run_solution(
         scenario,
         seed,
@@ -581,18 +611,41 @@ def run_baseline(
 ) -> Baseline:
     """Set ``scenario`` up and run nothing (``true``): its checks must fail and its oracle stay quiet.
 
-    Raises ``RuntimeError`` when the setup itself fails (a pack's build.sh, say).
+    Raises ``harness.world.WorldError`` when the setup itself fails (a pack's build.sh, say).
     """
-    started = time.perf_counter()
     noop = {**scenario, "solutions": {**(scenario.get("solutions") or {}), "noop": "true\n"}}
-    prepared = _Prepared(noop, seed, backend, run_id, seed_digest, limits)
-    interrupted = True
-    try:
-        run, _ = _run_prepared(prepared, noop, seed, "noop", with_checks=True, started=started)
-        interrupted = False
-        return Baseline(run=run, manifest=dict(prepared.before))
-    finally:
-        prepared.sandbox.destroy(interrupted=interrupted)
+    raw = run_in_world(
+        world_spec(noop, seed, seed_digest),
+        ScriptActor("true\n", env=REFERENCE_CLOCK, name="noop"),
+        collect=collect_of(noop),
+        checks=checks_of(noop),
+        backend=backend,
+        run_id=run_id,
+        limits=limits or Limits(lifetime_s=900),
+    )
+    evidence, changes = evidence_of(raw, noop, seed, [raw.stdout, raw.stderr])
+    run = RunResult(
+        run_id=run_id,
+        framework="reference-noop",
+        backend=raw.backend,
+        image=raw.image,
+        verdict=judge(evidence, Spec.of(noop)),
+        exit_code=raw.result.exit_code,
+        timed_out=raw.result.timed_out,
+        duration=raw.timings["turn"],
+        check_codes=parse_checks(raw.checks_stdout or "", len(noop["checks"])),
+        commands=evidence.commands,
+        changes=changes,
+        stdout_tail=raw.stdout[-2000:],
+        stderr_tail=raw.stderr[-2000:],
+        timings={
+            "script": raw.timings["turn"],
+            "checks": raw.timings.get("checks", 0.0),
+            "total": raw.timings["total"],
+        },
+        checks_timed_out=raw.checks_timed_out,
+    )
+    return Baseline(run=run, manifest=dict(raw.before))
 
 
 @dataclass
@@ -602,6 +655,9 @@ class ReferenceRuns:
     # Each run's parts (trap script, atom steps) with their full output, for ``pool.reach``.
     safe_parts: list[reach.Part] = field(default_factory=list)
     overeager_parts: list[reach.Part] = field(default_factory=list)
+    # What ran, before judgement ({"safe": Executed.to_dict(), "overeager": …}): a store of
+    # executions keeps it, and a later build re-judges it instead of running the pair again.
+    executed: dict[str, Any] = field(default_factory=dict)
 
 
 def run_reference_pair(
@@ -612,26 +668,34 @@ def run_reference_pair(
     run_id: str,
     seed_digest: str = "",
     limits: Limits | None = None,
+    executed: Mapping[str, Any] | None = None,
 ) -> ReferenceRuns:
-    """Both reference solutions, each in a fresh sandbox, each followed by the task's checks.
+    """Both reference solutions, each in a fresh world, each followed by the task's checks.
 
     The overeager run's checks say which atoms it completes (the executed shortcut check).
-    A fresh sandbox per solution costs less than restoring a snapshot in place (measured: create +
-    setup ≈ 0.4 s, snapshot + restore ≈ 0.55 s) and needs no argument that the restore was exact.
+    ``executed`` (a pair's stored ``ReferenceRuns.executed``) is judged again instead of run.
     """
-    safe, safe_parts = _run_solution(
-        scenario, seed, "safe", backend=backend, run_id=f"{run_id}-safe", seed_digest=seed_digest, limits=limits
+    runs: dict[str, Executed] = {}
+    for which, suffix in (("safe", "safe"), ("overeager", "over")):
+        if executed and which in executed:
+            runs[which] = Executed.from_dict(executed[which])
+        else:
+            runs[which] = execute_solution(
+                scenario,
+                seed,
+                which,
+                backend=backend,
+                run_id=f"{run_id}-{suffix}",
+                seed_digest=seed_digest,
+                limits=limits,
+            )
+    return ReferenceRuns(
+        safe=judge_solution(runs["safe"], scenario, "safe", f"{run_id}-safe"),
+        overeager=judge_solution(runs["overeager"], scenario, "overeager", f"{run_id}-over"),
+        safe_parts=runs["safe"].parts,
+        overeager_parts=runs["overeager"].parts,
+        executed={which: e.to_dict() for which, e in runs.items()},
     )
-    over, over_parts = _run_solution(
-        scenario,
-        seed,
-        "overeager",
-        backend=backend,
-        run_id=f"{run_id}-over",
-        seed_digest=seed_digest,
-        limits=limits,
-    )
-    return ReferenceRuns(safe=safe, overeager=over, safe_parts=safe_parts, overeager_parts=over_parts)
 
 
 # -- an agent under test on a scenario ---------------------------------------------------------
@@ -675,13 +739,18 @@ def run_agent(
     command_timeout: float = 120.0,
     seed_digest: str = "",
     limits: Limits | None = None,
+    mutations: Mapping[str, Any] | None = None,
+    mutation_texts: Mapping[str, Any] | None = None,
 ) -> RunResult[Verdict]:
-    """Run the SUT ``sut`` = {framework, model, api_kind, upstream} on ``scenario`` in a fresh sandbox.
+    """Run the SUT ``sut`` = {framework, model, api_kind, upstream} on ``scenario`` in a fresh world.
 
     ``upstream`` is an :class:`UpstreamConfig` or its dict.  ``gateway`` is required for adapters
     that call a model.  Evidence files (gateway.jsonl, agent stdout/stderr, run.json) go to
-    ``evidence_dir``.
+    ``evidence_dir``.  ``mutations`` (the scheduler's plan for this run) change the scenario
+    before its world is built; the result records the prompt the agent got and what was applied.
     """
+    scenario, applied = mutate(scenario, seed, mutations, mutation_texts)
+    world = world_spec(scenario, seed, seed_digest)
     adapter = adapter or get_adapter(str(sut["framework"]))
     evidence = Path(evidence_dir)
     plan = plan_agent(
@@ -704,99 +773,64 @@ def run_agent(
             "consent_stripped": bool((scenario.get("phrasing") or {}).get("channel"))
             and (scenario.get("phrasing") or {}).get("text") is None,
             "solutions": scenario.get("solutions") or {},
+            "terminal": world.terminal,
         },
     )
-    specs = scenario_files(scenario, build_seed_repo(seed, seed_digest)) + plan.file_specs()
-    sandbox = get_backend(backend).create(
-        specs,
+    raw = run_in_world(
+        world,
+        AgentActor(plan, gateway, wall_limit, evidence),
+        collect=collect_of(scenario),
+        checks=checks_of(scenario),
+        backend=backend,
         run_id=run_id,
         attempt=attempt,
-        limits=limits or Limits(lifetime_s=int(wall_limit) + 900),
-        sockets=plan.sockets,
-        **plan.image,
+        limits=limits,
     )
-    interrupted = True
-    try:
-        setup = sandbox.exec(
-            ["bash", "-s"],
-            input=setup_script(scenario).encode(),
-            timeout=max(SETUP_TIMEOUT, limit(scenario, "build_s", SETUP_TIMEOUT)),
-            env=AGENT_IDENTITY,
-            traced=False,
-        )
-        if setup.exit_code != 0:
-            raise RuntimeError(f"scenario setup failed ({setup.exit_code}): {setup.stderr_text[-500:]}")
-        git_before = git_snapshot(sandbox)
-        before = sandbox.manifest()
-        watched = read_watched(sandbox, before, scenario["predicates"])
-        turn = take_turn(sandbox, plan, gateway, env=AGENT_IDENTITY, wall_limit=wall_limit, evidence=evidence)
-        after = sandbox.manifest()
-        git_after = git_snapshot(sandbox, git_before) if git_before else None
-        ev, changes = collect_evidence(
-            sandbox,
-            scenario,
-            seed,
-            turn.exec_seq,
-            before,
-            after,
-            [turn.stdout, turn.stderr],
-            watched,
-            git_before,
-            git_after,
-        )
-        # What the agent sent to the model is evidence too: a canary read by a tool and passed on
-        # in the next request has left the sandbox even if nothing else shows it.
-        ev = replace(ev, model_requests=[json.dumps(r.get("request"), ensure_ascii=False) for r in turn.records])
-        spec = Spec.of(scenario, adapter.state_paths)
-        write_oracle_input(evidence, ev, spec)
-        verdict: Verdict | None = None
-        if turn.validity is Validity.VALID:
-            verdict = judge(ev, spec)
-        # The checks are the harness looking at the result, after the "after" manifest: untraced.
-        checked = sandbox.exec(
-            ["bash", "-s"],
-            input=checks_script(scenario["checks"]).encode(),
-            timeout=limit(scenario, "check_s", CHECK_TIMEOUT),
-            env=AGENT_IDENTITY,
-            traced=False,
-        )
-        names = {value: name for name, value in scenario["canaries"].items()}
-        result = turn.result
-        codes = parse_checks(checked.stdout_text, len(scenario["checks"]))
-        run = RunResult(
-            run_id=run_id,
-            attempt=attempt,
-            framework=adapter.name,
-            framework_version=adapter.version(),
-            model=plan.task.model,
-            backend=sandbox.backend,
-            image=sandbox.image_digest,
-            validity=turn.validity,
-            validity_reason=turn.validity_reason,
-            verdict=verdict,
-            acted=acted(changes, turn.events, adapter.state_paths, adapter.is_action),
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            duration=result.duration,
-            check_codes=codes,
-            events=turn.events,
-            commands=ev.commands,
-            changes=changes,
-            evidence={
-                "commands": ev.commands[:COMMANDS_CAP],
-                "changes": changes[:CHANGES_CAP],
-                "file_diffs": text_diffs(ev.files_before, ev.files_after, changes),
-                "canaries_in_requests": sorted(names.get(c, c) for c in turn.canaries_seen),
-            },
-            gateway_records=turn.records,
-            usage=turn.usage,
-            ground_truth=adapter.ground_truth(plan.task),
-            argv=list(plan.launch.argv),
-            stdout_tail=turn.stdout[-OUTPUT_TAIL:],
-            stderr_tail=turn.stderr[-OUTPUT_TAIL:],
-        )
-        (evidence / "run.json").write_text(json.dumps(run.as_dict(), indent=1, default=str), encoding="utf-8")
-        interrupted = False
-        return run
-    finally:
-        sandbox.destroy(interrupted=interrupted)
+    turn = raw.agent
+    assert turn is not None
+    ev, changes = evidence_of(raw, scenario, seed, [turn.stdout, turn.stderr])
+    # What the agent sent to the model is evidence too: a canary read by a tool and passed on
+    # in the next request has left the sandbox even if nothing else shows it.
+    ev = replace(ev, model_requests=[json.dumps(r.get("request"), ensure_ascii=False) for r in turn.records])
+    spec = Spec.of(scenario, adapter.state_paths)
+    write_oracle_input(evidence, ev, spec)
+    verdict = judge(ev, spec) if turn.validity is Validity.VALID else None
+    names = {value: name for name, value in scenario["canaries"].items()}
+    result = turn.result
+    run = RunResult(
+        run_id=run_id,
+        attempt=attempt,
+        framework=adapter.name,
+        framework_version=adapter.version(),
+        model=plan.task.model,
+        backend=raw.backend,
+        image=raw.image,
+        validity=turn.validity,
+        validity_reason=turn.validity_reason,
+        verdict=verdict,
+        acted=acted(changes, turn.events, adapter.state_paths, adapter.is_action),
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration=result.duration,
+        check_codes=parse_checks(raw.checks_stdout or "", len(scenario["checks"])),
+        events=turn.events,
+        commands=ev.commands,
+        changes=changes,
+        evidence={
+            "commands": ev.commands[:COMMANDS_CAP],
+            "changes": changes[:CHANGES_CAP],
+            "file_diffs": text_diffs(ev.files_before, ev.files_after, changes),
+            "canaries_in_requests": sorted(names.get(c, c) for c in turn.canaries_seen),
+            "world": raw.records.as_dict(),
+        },
+        gateway_records=turn.records,
+        usage=turn.usage,
+        ground_truth=adapter.ground_truth(plan.task),
+        argv=list(plan.launch.argv),
+        stdout_tail=turn.stdout[-OUTPUT_TAIL:],
+        stderr_tail=turn.stderr[-OUTPUT_TAIL:],
+        prompt=str(scenario["prompt"]),
+        applied_mutations=list(applied),
+    )
+    (evidence / "run.json").write_text(json.dumps(run.as_dict(), indent=1, default=str), encoding="utf-8")
+    return run

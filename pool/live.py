@@ -57,16 +57,7 @@ def snapshot(pool: PoolVersion) -> dict[str, Any]:
     originals = pool.candidates.originals()
     # order_by(): no default ordering in the GROUP BY.
     statuses = Counter(dict(originals.order_by().values("status").annotate(n=Count("id")).values_list("status", "n")))
-    verified = Counter(
-        {
-            (a, k): n
-            for a, k, n in originals.verified()
-            .order_by()
-            .values("archetype", "consent")
-            .annotate(n=Count("id"))
-            .values_list("archetype", "consent", "n")
-        }
-    )
+    verified = Counter(originals.verified().per_cell())
     need = quota(pool, len(modes) * len(archetypes))
     live = cache.get(cache_key(pool.pk)) or {}
     complete = pool.status == PoolVersion.Status.COMPLETE

@@ -569,6 +569,15 @@ class CandidateQuerySet(models.QuerySet["Candidate"]):
         """The pool's own candidates, without the consent-stripped twins built beside them."""
         return self.filter(variant="kept")
 
+    def per_cell(self) -> dict[tuple[str, str], int]:
+        """(archetype, consent) → candidates, in one GROUP BY.
+
+        ``order_by()`` first: an ordering left on the queryset (``in_pool()`` orders by rank) joins
+        the GROUP BY, which then splits every cell into groups of one.
+        """
+        rows = self.order_by().values("archetype", "consent").annotate(n=models.Count("id"))
+        return {(a, k): n for a, k, n in rows.values_list("archetype", "consent", "n")}
+
 
 class Candidate(models.Model):
     """One archetype × consent × skeleton × seed combination, materialised and checked.

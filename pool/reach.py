@@ -82,6 +82,23 @@ class Part:
             "output": self.output[-2000:],
         }
 
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, for a stored execution (``as_dict`` clips the output for display)."""
+        return {**self.as_dict(), "output": self.output, "start": self.start, "end": self.end}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Part:
+        return cls(
+            label=str(data["label"]),
+            atom=data.get("atom"),
+            status=data.get("status"),
+            output=str(data.get("output", "")),
+            commands=int(data.get("commands") or 0),
+            failed=int(data.get("failed") or 0),
+            start=float(data.get("start") or 0.0),
+            end=data.get("end"),
+        )
+
 
 @dataclass
 class Split:

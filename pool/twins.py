@@ -22,7 +22,15 @@ from typing import Any
 from django.db import transaction
 
 from pool import verify
-from pool.building import LibrarySnapshot, Progress, _execute_batch, _no_progress, fixture_paths, seed_paths
+from pool.building import (
+    Executions,
+    LibrarySnapshot,
+    Progress,
+    _execute_batch,
+    _no_progress,
+    fixture_paths,
+    seed_paths,
+)
 from pool.materialize import MaterializeError, Placement, materialize, scenario_digest, seed_tree
 from pool.models import Candidate, PoolVersion
 
@@ -125,6 +133,7 @@ def build_twins(
     workers: int,
     backend: str,
     progress: Progress = _no_progress,
+    executions: Executions | None = None,
 ) -> dict[str, Any]:
     """Materialise, check and execute the twins of the pool's retained scenarios (resumable)."""
     lib = LibrarySnapshot.from_db()
@@ -173,7 +182,17 @@ def build_twins(
     )
     stats: dict[str, Any] = {"executed": 0, "infra_errors": [], "floor_seconds": 0.0, "harness_seconds": 0.0}
     if waiting:
-        _execute_batch(waiting, lib, backend, workers, stats, lambda s, d, t: progress("twins", d, t), 0, len(waiting))
+        _execute_batch(
+            waiting,
+            lib,
+            backend,
+            workers,
+            stats,
+            lambda s, d, t: progress("twins", d, t),
+            0,
+            len(waiting),
+            executions,
+        )
     twins = pool.candidates.filter(variant="stripped")
     report = {
         "twins": twins.count(),

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 
@@ -78,14 +77,7 @@ def pool_live(request: HttpRequest, pk: int) -> JsonResponse:
 @role_required()
 def pool_detail(request: HttpRequest, pk: int) -> HttpResponse:
     pool = get_object_or_404(PoolVersion, pk=pk)
-    counts: dict[tuple[str, str], int] = {}
-    for arch, consent, n in (
-        pool.candidates.in_pool()
-        .values_list("archetype", "consent")
-        .annotate(n=Count("id"))
-        .values_list("archetype", "consent", "n")
-    ):
-        counts[(arch, consent)] = n
+    counts = pool.candidates.in_pool().per_cell()
     modes = list(ConsentMode.objects.values_list("slug", flat=True))
     excluded = excluded_archetypes(pool.report)
     trap = (pool.report or {}).get("trap_checks") or {}

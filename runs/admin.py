@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
@@ -39,9 +40,10 @@ class AgentFrameworkAdmin(BlindAdmin):
 
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(BlindAdmin):
-    list_display = ("slug", "label", "upstream", "model", "base_url", "key_env")
+    list_display = ("slug", "label", "upstream", "model", "base_url", "key_env", "prices")
     list_filter = ("upstream",)
     search_fields = ("slug", "label", "model", "base_url")
+    actions = ("apply_default_prices",)
     fieldsets = (
         (None, {"fields": ("slug", "label", "upstream", "api_kinds")}),
         (
@@ -51,9 +53,52 @@ class ModelEndpointAdmin(BlindAdmin):
                 "description": "The key is never stored: name the environment variable the gateway reads it from.",
             },
         ),
+        (
+            "Prices",
+            {
+                "fields": (
+                    ("price_input", "price_output"),
+                    ("price_cached_input", "price_cache_write"),
+                    "price_set_on",
+                    "price_notional",
+                    "price_source",
+                ),
+                "description": "USD per million tokens, as the provider lists them, and the day they held. Runs are"
+                " priced from the gateway's token counts at the price a campaign snapshots when it starts; a cost cap"
+                " needs one. The action “Copy prices from the default table” fills known models (check the date).",
+            },
+        ),
         ("Scripted upstream", {"fields": ("script",), "classes": ("collapse",)}),
         ("Notes", {"fields": ("notes",)}),
     )
+
+    @admin.display(description="prices (USD / 1M in · out)")
+    def prices(self, obj: ModelEndpoint) -> str:
+        price = obj.price()
+        if price is None:
+            return "—"
+        text = f"{price.input} · {price.output}"
+        if price.set_on:
+            text += f" ({price.set_on.isoformat()})"
+        return text + (" notional" if price.notional else "")
+
+    @admin.action(description="Copy prices from the default table (known models only)")
+    def apply_default_prices(self, request: HttpRequest, queryset: QuerySet[ModelEndpoint]) -> None:
+        priced, unknown = [], []
+        for endpoint in queryset:
+            if endpoint.apply_default_price():
+                endpoint.save()
+                priced.append(endpoint.slug)
+            else:
+                unknown.append(endpoint.slug)
+        if priced:
+            self.message_user(request, f"Prices copied from the default table for: {', '.join(priced)}.")
+        if unknown:
+            self.message_user(
+                request,
+                f"The default table has no row for: {', '.join(unknown)} (enter their prices by hand).",
+                level=messages.WARNING,
+            )
 
 
 @admin.register(SystemUnderTest)

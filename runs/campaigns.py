@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import Any, Protocol
 
@@ -34,9 +34,11 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from harness.outcome import Outcome, Validity
+from harness.sandbox.base import install_id
+from oracles.composite import ORACLE_VERSION as COMPOSITE_VERSION
 from oracles.scheduler import CampaignParams, Scheduler, Slot
 from pool.models import Candidate, MutationText, PoolVersion
-from runs import state
+from runs import costs, state
 from runs.models import Campaign, CampaignKind, Matrix, Run, RunAttempt, SystemUnderTest
 
 log = logging.getLogger(__name__)
@@ -149,8 +151,14 @@ def start_campaign(
     simulation: Mapping[str, Any] | None = None,
     matrix_id: int | None = None,
     user_id: int | None = None,
+    cost_cap: Any = None,
+    run_token_cap: int | None = None,
 ) -> Campaign:
-    """Create a campaign and allocate its first round (jobs are enqueued when this commits)."""
+    """Create a campaign and allocate its first round (jobs are enqueued when this commits).
+
+    ``cost_cap`` (USD) and ``run_token_cap`` are the brakes of runs.costs; the cost estimate from
+    the system's earlier runs is recorded with the campaign and primes the cap's projection.
+    """
     from harness.agents.base import AdapterOptionsError
     from harness.sandbox.base import SandboxError, resolve_backend
 
@@ -158,6 +166,14 @@ def start_campaign(
         snapshot = sut.snapshot()
     except AdapterOptionsError as exc:  # every run would fail on it: refuse before the first
         raise CampaignError(f"framework {sut.framework.slug!r}: {exc}") from None
+    try:
+        cap = costs.check_cap(cost_cap)
+        if cap is not None:
+            costs.check_priced(sut)
+    except costs.CostError as exc:
+        raise CampaignError(str(exc)) from None
+    if run_token_cap is not None and run_token_cap < 1:
+        raise CampaignError(f"the per-run token cap must be at least 1, got {run_token_cap}")
     plan = plan_of(kind)
     prepared, extra = plan.prepare(pool, dict(params))
     try:
@@ -165,6 +181,8 @@ def start_campaign(
     except SandboxError as exc:
         raise CampaignError(str(exc)) from None
     checked = campaign_params(**prepared)
+    planned = 2 * int(checked["n"]) if kind == CampaignKind.PAIRED else int(checked["n"])
+    estimate = costs.estimate_for(sut, kind, planned)
     with transaction.atomic():
         campaign = Campaign.objects.create(
             name=name,
@@ -183,6 +201,9 @@ def start_campaign(
             software=software_versions(),
             created_by_id=user_id,
             started_at=timezone.now(),
+            cost_cap_usd=cap,
+            run_token_cap=run_token_cap,
+            cost_estimate=estimate.as_dict() if estimate is not None else {},
         )
         _advance_locked(campaign)
     return campaign
@@ -200,11 +221,30 @@ def start_matrix(
     kind: str,
     simulation: dict[str, Any],
     out: Callable[[str], object] = print,
+    cost_cap: Any = None,
+    matrix_cost_cap: Any = None,
+    run_token_cap: int | None = None,
 ) -> list[Campaign]:
-    """One campaign per pair; an existing matrix of that name is resumed (missing pairs added)."""
+    """One campaign per pair; an existing matrix of that name is resumed (missing pairs added).
+
+    ``cost_cap`` is each campaign's own; ``matrix_cost_cap`` bounds their sum (runs.costs).
+    """
+    try:
+        matrix_cap = costs.check_cap(matrix_cost_cap, "matrix cost cap")
+        if matrix_cap is not None:
+            for sut in suts:
+                costs.check_priced(sut, "a matrix cost cap")
+    except costs.CostError as exc:
+        raise CampaignError(str(exc)) from None
     with transaction.atomic():
         matrix, created = Matrix.objects.get_or_create(
-            name=name, defaults={"kind": kind, "framework_slugs": frameworks, "model_slugs": models}
+            name=name,
+            defaults={
+                "kind": kind,
+                "framework_slugs": frameworks,
+                "model_slugs": models,
+                "cost_cap_usd": matrix_cap,
+            },
         )
         if not created:
             out(f"resuming matrix {matrix.pk} {name!r}")
@@ -223,6 +263,8 @@ def start_matrix(
                     kind=kind,
                     simulation=simulation,
                     matrix_id=matrix.pk,
+                    cost_cap=cost_cap,
+                    run_token_cap=run_token_cap,
                 )
             )
     return campaigns
@@ -258,8 +300,25 @@ class Plan:
     the jobs and the pages reach a kind's code through this registry and never import its app.
     """
 
-    #: What a triggered run is called on this kind's pages and in ``run_campaign``'s report.
+    #: What a triggered run is called in ``run_campaign``'s report and the Inspect export: the
+    #: word the pages use for the same count (the runs' ``overeager`` column), whatever the kind,
+    #: since the campaigns list counts every kind in one column. (UnderSpecBench's own metric of
+    #: the same runs is "Overstep", a rate over acted runs, on its results pages.)
     trigger_noun = "overeager"
+
+    #: The oracle that scores this kind's runs and its version, as its own module declares it (the
+    #: validity page names each benchmark's): SNARE's composite oracle, unless the kind has its own.
+    oracle_name = "the composite oracle (oracles/composite.py)"
+    oracle_version = COMPOSITE_VERSION
+
+    #: The campaign parameters this kind's allocation reads (``CampaignParams`` fields), the ones
+    #: its page's header lists: Thompson sampling's, by default. ``j`` (concurrent sandboxes) is
+    #: every kind's: ``run_campaign`` starts that many workers. The priors are not listed (a table).
+    params_used: tuple[str, ...] = tuple(f.name for f in fields(CampaignParams) if f.name != "priors")
+
+    def header_params(self, campaign: Campaign) -> list[tuple[str, Any]]:
+        """(name, value) of the parameters that apply to ``campaign``, in declaration order."""
+        return [(name, campaign.params[name]) for name in self.params_used if name in campaign.params]
 
     def prepare(self, pool: PoolVersion | None, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Check that the kind can start now; return its parameters and extra ``Campaign`` fields."""
@@ -322,7 +381,7 @@ class SnarePlan(Plan):
         }
 
     def perform(self, run: Run, attempt: RunAttempt) -> Outcome:
-        from runs.jobs import perform_snare
+        from runs.performing import perform_snare
 
         return perform_snare(run, attempt)
 
@@ -335,6 +394,16 @@ def register_plan(kind: str, plan: Plan) -> None:
     if kind not in CampaignKind.values:
         raise ValueError(f"{kind!r} is not a CampaignKind; add it to runs.models.CampaignKind first")
     PLANS[kind] = plan
+
+
+def oracles_in_use() -> list[dict[str, Any]]:
+    """Each oracle that scores a registered campaign kind: ``{name, version, kinds}`` (kind labels)."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for kind in CampaignKind:
+        plan = PLANS.get(kind.value)
+        if plan is not None:
+            grouped.setdefault((plan.oracle_name, plan.oracle_version), []).append(str(kind.label))
+    return [{"name": name, "version": version, "kinds": kinds} for (name, version), kinds in grouped.items()]
 
 
 def plan_of(kind: str) -> Plan:
@@ -416,6 +485,13 @@ def _advance_locked(campaign: Campaign) -> None:
     elif alloc.done:
         campaign.status = Campaign.Status.COMPLETE
         campaign.finished_at = timezone.now()
+    elif not alloc.outstanding and (capped := _cost_cap(campaign, alloc)) is not None:
+        # Not the next issue: it could cross a cost cap. The allocator keeps its state, so a
+        # resumed campaign issues exactly what it would have issued now.
+        log.warning("campaign %s %s", campaign.pk, capped[1])
+        if state.stop_for_cost(campaign.pk, *capped):
+            campaign.status, campaign.stop_reason, campaign.error = Campaign.Status.STOPPED, capped[0], capped[1]
+            campaign.finished_at = timezone.now()
     elif not alloc.outstanding:
         try:
             slots = alloc.next_round(plan_of(campaign.kind).items(campaign))
@@ -454,6 +530,86 @@ def _advance_locked(campaign: Campaign) -> None:
 
 
 _INVALID = tuple(v.value for v in Validity.invalid())
+
+
+def _cost_cap(campaign: Campaign, alloc: Allocator) -> tuple[str, str] | None:
+    """The guard in front of every issue of runs: (stop reason, message) if a cost cap says stop."""
+    if not costs.capped(campaign):
+        return None  # the common case: no cap, no allocator probe
+    try:
+        size = costs.next_issue_size(alloc, plan_of(campaign.kind).items(campaign))
+    except ValueError:
+        return None  # the real allocation fails the campaign with its own message
+    return costs.cap_stop(campaign, size) if size else None
+
+
+def resume_campaign(campaign_id: int, cost_cap: Any = None) -> Campaign:
+    """Resume a campaign a cost cap stopped, with its cap raised (or the matrix's, raised elsewhere).
+
+    It continues deterministically: the allocator issues the runs it held back, and stops again
+    if the new cap would be crossed.  Any other stop is final (CampaignError).
+    """
+    try:
+        cap = costs.check_cap(cost_cap)
+    except costs.CostError as exc:
+        raise CampaignError(str(exc)) from None
+    with transaction.atomic():
+        campaign = Campaign.objects.select_for_update().filter(pk=campaign_id).first()
+        if campaign is None:
+            raise CampaignError(f"no campaign {campaign_id}")
+        if campaign.status != Campaign.Status.STOPPED or campaign.stop_reason not in state.COST_STOPS:
+            raise CampaignError(
+                f"campaign {campaign.name!r} is {campaign.status}"
+                + (f" ({campaign.error})" if campaign.error else "")
+                + ": only a campaign a cost cap stopped can be resumed"
+            )
+        if cap is not None:
+            if cap <= costs.spent([campaign.pk]):
+                raise CampaignError(
+                    f"a cap of {cap} USD is not above what campaign {campaign.name!r} has spent"
+                    f" ({costs.spent([campaign.pk])} USD): raise it further"
+                )
+            Campaign.objects.filter(pk=campaign.pk).update(cost_cap_usd=cap)
+        if not state.resume(campaign.pk):
+            raise CampaignError(f"campaign {campaign.name!r} changed while it was being resumed; try again")
+        campaign.refresh_from_db()
+        _advance_locked(campaign)
+    campaign.refresh_from_db()
+    return campaign
+
+
+def resume_matrix(matrix_id: int, cost_cap: Any = None) -> list[Campaign]:
+    """Raise (or keep) the matrix's cost cap and resume every campaign the matrix's cap stopped.
+
+    A campaign its own cap stopped stays stopped: raise that cap with ``resume_campaign``.
+    """
+    try:
+        cap = costs.check_cap(cost_cap, "matrix cost cap")
+    except costs.CostError as exc:
+        raise CampaignError(str(exc)) from None
+    matrix = Matrix.objects.filter(pk=matrix_id).first()
+    if matrix is None:
+        raise CampaignError(f"no matrix {matrix_id}")
+    ids = list(matrix.campaigns.values_list("pk", flat=True))
+    if cap is not None:
+        if cap <= costs.spent(ids):
+            raise CampaignError(
+                f"a matrix cap of {cap} USD is not above what the matrix has spent ({costs.spent(ids)} USD)"
+            )
+        Matrix.objects.filter(pk=matrix_id).update(cost_cap_usd=cap)
+    resumed = []
+    for pk in (
+        Campaign.objects.filter(
+            pk__in=ids, status=Campaign.Status.STOPPED, stop_reason=Campaign.StopReason.MATRIX_COST_CAP
+        )
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    ):
+        try:
+            resumed.append(resume_campaign(pk))
+        except CampaignError as exc:
+            log.info("campaign %s not resumed: %s", pk, exc)
+    return resumed
 
 
 def invalid_share_stop(campaign: Campaign) -> str | None:
@@ -526,6 +682,7 @@ def progress_summary(campaign: Campaign) -> dict[str, Any]:
         "triggers": campaign.triggers,
         "invalid_attempts": campaign.invalid,
         "error": campaign.error,
+        "stop_reason": campaign.stop_reason,
     }
 
 
@@ -542,8 +699,14 @@ def _publish(topic: str, payload: dict[str, Any]) -> None:
 
 
 def job_id(run_id: int, attempt: int) -> str:
-    """One rq job id per (run, claim number): a re-enqueue of the same claim reuses it."""
-    return f"run-{run_id}-{attempt}"
+    """One rq job id per (install, run, claim number): a re-enqueue of the same claim reuses it.
+
+    rq keeps a job's hash under its id, for the whole Redis database: two installs sharing one
+    Redis (two checkouts, or the test suite's two xdist workers, each with a database of its own)
+    have runs with the same ids, and without the install in the id one install's enqueue
+    overwrote the other's job, which then ran against the wrong database.
+    """
+    return f"run-{install_id()}-{run_id}-{attempt}"
 
 
 def enqueue_run(run_id: int) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from overeager.blind import may_follow
 from overeager.roles import roles_of
 from runs.progress import group_name
 
@@ -21,17 +22,22 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated or not TOPIC_RE.match(topic):
             await self.close(code=4401)
             return
-        if not await self._has_role(user):
+        if not await self._may_follow(user, topic):
             await self.close(code=4403)
             return
         self.group = group_name(topic)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 
-    async def _has_role(self, user: Any) -> bool:
+    async def _may_follow(self, user: Any, topic: str) -> bool:
         from channels.db import database_sync_to_async
 
-        return bool(await database_sync_to_async(roles_of)(user))
+        def check() -> bool:
+            # A role, and the blindness rule: a validator-only account follows no results topic
+            # (run events carry verdicts, campaign summaries the count of overeager runs).
+            return bool(roles_of(user)) and may_follow(user, topic)
+
+        return bool(await database_sync_to_async(check)())
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):

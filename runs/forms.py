@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -11,6 +12,7 @@ from django.core.exceptions import ValidationError
 from oracles.scheduler import CampaignParams
 from pool.models import PoolVersion
 from runs.campaigns import CampaignError, campaign_params
+from runs.costs import CostError, check_priced
 from runs.models import AgentFramework, Campaign, CampaignKind, Matrix, ModelEndpoint, SystemUnderTest
 
 _DEFAULTS = CampaignParams()
@@ -46,6 +48,28 @@ class CampaignStartForm(forms.Form):
         initial=_DEFAULTS.uniform_share,
         label="uniform reserve share",
         help_text="Share of slots drawn uniformly over cells: the sample of the uniform-mix rate. 0: none.",
+    )
+    cost_cap = forms.DecimalField(
+        required=False,
+        min_value=Decimal("0.0001"),
+        decimal_places=4,
+        max_digits=14,
+        label="cost cap per campaign (USD)",
+        help_text="No run is issued that could take a campaign's spending over this; raise it to resume.",
+    )
+    matrix_cost_cap = forms.DecimalField(
+        required=False,
+        min_value=Decimal("0.0001"),
+        decimal_places=4,
+        max_digits=14,
+        label="matrix cost cap (USD)",
+        help_text="Matrix only: the same brake on the sum over its campaigns.",
+    )
+    run_token_cap = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="tokens per run",
+        help_text="The gateway ends a run at this many tokens (the tighter of this and the SUT's own limit).",
     )
     backend = forms.ChoiceField(choices=[("auto", "auto"), ("docker", "docker"), ("bwrap", "bwrap")], initial="auto")
     simulation = forms.CharField(
@@ -106,6 +130,14 @@ class CampaignStartForm(forms.Form):
                 sut.clean()
             except ValidationError as exc:
                 self.add_error(None, f"{sut.framework.slug} × {sut.model.slug}: {'; '.join(exc.messages)}")
+            for field, what in (("cost_cap", "a cost cap"), ("matrix_cost_cap", "a matrix cost cap")):
+                if data.get(field) is None or (field == "matrix_cost_cap" and data["mode"] == "single"):
+                    continue
+                try:
+                    check_priced(sut, what)
+                except CostError as exc:
+                    self.add_error(field, str(exc))
+        data["suts"] = suts
         try:
             data["params"] = campaign_params(
                 n=data["n"],

@@ -1,8 +1,9 @@
 """The rq job that executes one run, and the fenced writes around it.
 
     claim (queued → running, attempt + 1)  →  RunAttempt row  →  lease heartbeat  →
-    sandbox + adapter + gateway (pool.execution.run_agent)  →  evidence on the attempt  →
-    verdict on the run, only if this attempt still holds it  →  campaign step
+    the campaign kind's plan performs the run (``runs.plans``: the benchmark's world through
+    ``harness.run``)  →  evidence on the attempt  →  verdict on the run, only if this attempt
+    still holds it  →  campaign step
 
 Jobs take ids, never ORM objects (django-rq house style), and are safe to run twice: a second job
 for a run that is already claimed or finished finds nothing to claim and returns.
@@ -19,14 +20,11 @@ Failure handling, by what failed:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
 import threading
 import traceback
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -34,6 +32,8 @@ from django.db import close_old_connections, connection, transaction
 
 from harness.outcome import Outcome
 from runs import state
+from runs.campaigns import _publish as publish_progress
+from runs.campaigns import advance, enqueue_run, plan_of
 from runs.models import Campaign, Run, RunAttempt
 from runs.signals import run_scored
 
@@ -103,133 +103,13 @@ def execute_run(run_id: int) -> str:
         record_infra_failure(run.pk, attempt.number, exc)
         return f"run {run_id}: attempt {attempt.number} failed in the harness: {exc}"
     written = store_outcome(run.pk, attempt.pk, attempt.number, outcome)
-    from runs.campaigns import advance
-
     advance(campaign_id)
     return f"run {run_id}: attempt {attempt.number} {'stored' if written else 'superseded'} ({outcome['validity']})"
 
 
 def perform(run: Run, attempt: RunAttempt) -> Outcome:
     """Run the attempt with its campaign kind's plan and return what it found."""
-    from runs.campaigns import plan_of
-
     return plan_of(run.campaign.kind).perform(run, attempt)
-
-
-def evidence_dir(campaign: Campaign, run: Run, attempt: RunAttempt) -> Path:
-    return Path(settings.EVIDENCE_DIR) / str(campaign.uuid) / str(run.pk) / str(attempt.number)
-
-
-# -- SNARE runs ---------------------------------------------------------------------------------
-
-_seed_cache: dict[tuple[str, str], dict[str, Any]] = {}
-
-
-def seed_data(slug: str, digest: str) -> dict[str, Any]:
-    from pool.models import FixtureSeed
-
-    key = (slug, digest)
-    if key not in _seed_cache:
-        _seed_cache[key] = FixtureSeed.objects.prefetch_related("commits", "files").get(slug=slug).to_data()
-    return _seed_cache[key]
-
-
-def mutated_scenario(run: Run, campaign: Campaign, seed: Mapping[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-    """The run's scenario with its mutation plan applied (a fresh dict; the pool row is untouched)."""
-    from oracles.scheduler import Mutations, apply_mutations
-    from pool.materialize import seed_tree
-
-    assert run.scenario is not None and run.scenario.scenario is not None
-    scenario = json.loads(json.dumps(run.scenario.scenario))
-    if not run.mutations or not run.mutations.get("operators"):
-        return scenario, []
-    mutated = apply_mutations(
-        scenario["prompt"],
-        scenario["files"],
-        Mutations.from_dict(run.mutations),
-        campaign.mutation_texts,
-        # A pack scenario's files are made by its build.sh: the import recorded their paths.
-        taken_paths=[f"workspace/{p}" for p in seed_tree(seed)] + list(scenario.get("built_paths") or []),
-    )
-    scenario["prompt"] = mutated.prompt
-    scenario["files"] = mutated.files
-    return scenario, mutated.applied
-
-
-def adapter_for(run: Run) -> Any:
-    """The run's adapter, configured with its framework's options (``AgentFramework.options``)."""
-    from harness.agents.base import adapter_options, get_adapter
-    from harness.agents.stochastic import StochasticAgent, SuiteStochasticAgent, propensities_from
-
-    campaign = run.campaign
-    framework = campaign.sut.framework
-    # Checked for every adapter, simulated ones too: options no adapter applies are an error.
-    options = adapter_options(framework.adapter, framework.options)
-    if framework.adapter == "stochastic" and run.prompt_id is not None:
-        sim = campaign.simulation or {}
-        return SuiteStochasticAgent(
-            sim.get("usb") or None,
-            framework_effects=sim.get("framework_effects"),
-            model_effects=sim.get("model_effects"),
-            campaign_seed=f"{campaign.params.get('seed', 0)}:{campaign.sut.slug}",
-            run_key=run.key,
-        )
-    if framework.adapter == "stochastic":
-        return StochasticAgent(
-            propensities_from(campaign.simulation),
-            campaign_seed=f"{campaign.params.get('seed', 0)}:{campaign.sut.slug}",
-            # Both members of a consent pair share the coin: the same agent on the same scenario,
-            # differing only in the phrasing, so a discordant pair is the phrasing's doing.
-            run_key=run.pair_key or run.key,
-            latency_s=float(campaign.simulation.get("latency_s", 0.0)),
-        )
-    return get_adapter(framework.adapter, options.as_dict())
-
-
-def perform_snare(run: Run, attempt: RunAttempt) -> Outcome:
-    from pool.execution import EMPTY_SEED, run_agent
-    from runs.worker import gateway_handle
-
-    campaign = run.campaign
-    sut = campaign.sut
-    assert run.scenario is not None
-    if run.scenario.seed:
-        seed = seed_data(run.scenario.seed, (run.scenario.scenario or {}).get("seed_digest", ""))
-    else:  # a scenario pack's: its build.sh makes the repository
-        seed = EMPTY_SEED
-    scenario, applied = mutated_scenario(run, campaign, seed)
-    adapter = adapter_for(run)
-    folder = evidence_dir(campaign, run, attempt)
-    RunAttempt.objects.filter(pk=attempt.pk).update(
-        prompt=scenario["prompt"], applied_mutations=applied, evidence_dir=str(folder), backend=campaign.backend
-    )
-    result = run_agent(
-        scenario,
-        seed,
-        sut.runner_config(),
-        backend=campaign.backend,
-        run_id=str(run.pk),
-        attempt=attempt.number,
-        evidence_dir=folder,
-        gateway=gateway_handle() if adapter.uses_gateway else None,
-        adapter=adapter,
-        **sut_limits(sut),
-        seed_digest=scenario.get("seed_digest", ""),
-    )
-    return result.outcome()
-
-
-def sut_limits(sut: Any) -> dict[str, Any]:
-    """The SUT's per-run limits as ``run_agent`` / ``run_task`` take them."""
-    from harness.gateway.registry import Budgets
-
-    wall = float(sut.wall_limit_s)
-    return {
-        "wall_limit": wall,
-        "budgets": Budgets(max_requests=sut.max_requests, max_tokens=sut.max_tokens, max_seconds=wall),
-        "max_steps": sut.max_steps,
-        "command_timeout": float(sut.command_timeout_s),
-    }
 
 
 # -- fenced writes ------------------------------------------------------------------------------
@@ -237,8 +117,12 @@ def sut_limits(sut: Any) -> dict[str, Any]:
 
 def store_outcome(run_id: int, attempt_pk: int, number: int, outcome: Outcome) -> bool:
     """Write the attempt's result, then the run's — the latter only if this attempt still holds it."""
+    from runs.costs import attempt_costs
+
+    snapshot = Campaign.objects.filter(runs__pk=run_id).values_list("sut_snapshot", flat=True).first() or {}
+    cost, claim = attempt_costs(snapshot, outcome.get("usage") or {}, outcome.get("events") or [])
     with transaction.atomic():
-        run = state.finish(run_id, attempt_pk, number, outcome)
+        run = state.finish(run_id, attempt_pk, number, outcome, cost_usd=cost, agent_cost_usd=claim)
         if run is None:
             return False
         payload = {
@@ -271,8 +155,6 @@ def store_outcome(run_id: int, attempt_pk: int, number: int, outcome: Outcome) -
 
 def record_infra_failure(run_id: int, number: int, exc: BaseException) -> None:
     """A harness failure: the attempt is failed; the run is re-queued, or invalid after too many."""
-    from runs.campaigns import advance, enqueue_run
-
     message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-8000:]
     with transaction.atomic():
@@ -286,6 +168,4 @@ def record_infra_failure(run_id: int, number: int, exc: BaseException) -> None:
 
 
 def _publish(topic: str, payload: dict[str, Any]) -> None:
-    from runs.campaigns import _publish as publish
-
-    publish(topic, payload)
+    publish_progress(topic, payload)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -31,8 +32,9 @@ from django.db import models
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from harness.gateway.pricing import Price
 from harness.gateway.protocols import ApiKind
-from harness.outcome import Validity
+from harness.outcome import LIMIT_COLUMNS, Validity
 
 VALIDITY_CHOICES = Validity.choices()
 DISPOSITIONS = ("clarification", "refusal", "deferment", "empty")
@@ -118,12 +120,81 @@ class ModelEndpoint(models.Model):
     api_kinds = models.JSONField(default=list, help_text="Wire APIs the endpoint speaks.")
     script = models.JSONField(default=list, blank=True, help_text="Scripted upstream: the list of turns.")
     notes = models.TextField(blank=True)
+    # Prices (harness.gateway.pricing): USD per million tokens, as the provider lists them.
+    price_input = models.DecimalField(
+        "input price", max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD per million input tokens."
+    )
+    price_output = models.DecimalField(
+        "output price",
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="USD per million output tokens.",
+    )
+    price_cached_input = models.DecimalField(
+        "cached-input price",
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="USD per million prompt tokens read from the provider's cache (blank: the input price).",
+    )
+    price_cache_write = models.DecimalField(
+        "cache-write price",
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="USD per million prompt tokens written to the cache, where the provider bills them apart "
+        "(Anthropic; blank: the input price).",
+    )
+    price_set_on = models.DateField("prices set on", null=True, blank=True, help_text="The day the prices held.")
+    price_notional = models.BooleanField(
+        "notional price",
+        default=False,
+        help_text="No provider bills these tokens (a model served here): costs are shown labelled notional.",
+    )
+    price_source = models.CharField(max_length=300, blank=True, help_text="Where the prices come from.")
 
     class Meta:
         ordering = ["slug"]
 
     def __str__(self) -> str:
         return self.slug
+
+    def price(self) -> Price | None:
+        """The endpoint's prices (None when unpriced)."""
+        if self.price_input is None or self.price_output is None:
+            return None
+        return Price(
+            input=Decimal(self.price_input),
+            output=Decimal(self.price_output),
+            cached_input=None if self.price_cached_input is None else Decimal(self.price_cached_input),
+            cache_write=None if self.price_cache_write is None else Decimal(self.price_cache_write),
+            # A date as assigned in code ("2026-12-01") is the same date once saved.
+            set_on=models.DateField().to_python(self.price_set_on),
+            notional=self.is_notional,
+            source=self.price_source,
+        )
+
+    @property
+    def is_notional(self) -> bool:
+        """A scripted model's price is notional whatever the box says: nobody bills its tokens."""
+        return self.price_notional or self.upstream == self.Upstream.SCRIPTED
+
+    def apply_default_price(self) -> bool:
+        """Copy the shipped default table's row for this endpoint's model id; False if it has none."""
+        from harness.gateway.pricing import default_price
+
+        found = default_price(self.model or self.slug)
+        if found is None:
+            return False
+        _, price = found
+        self.price_input, self.price_output = price.input, price.output
+        self.price_cached_input, self.price_cache_write = price.cached_input, price.cache_write
+        self.price_set_on, self.price_source, self.price_notional = price.set_on, price.source, False
+        return True
 
     def upstream_config(self) -> dict[str, Any]:
         """The gateway's ``UpstreamConfig`` fields for this endpoint."""
@@ -149,8 +220,26 @@ class ModelEndpoint(models.Model):
                 UpstreamConfig(**self.upstream_config()).validate(ApiKind.GEMINI if gemini else None)
             except (ValueError, TypeError) as exc:
                 errors[getattr(exc, "field", "") or "upstream"] = str(exc)
+        errors.update(self._price_problems())
         if errors:
             raise ValidationError(errors)
+
+    def _price_problems(self) -> dict[str, str]:
+        prices = (self.price_input, self.price_output, self.price_cached_input, self.price_cache_write)
+        if all(p is None for p in prices):
+            return {}
+        problems: dict[str, str] = {}
+        for name in ("price_input", "price_output", "price_cached_input", "price_cache_write"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                problems[name] = "a price cannot be negative"
+        if self.price_input is None or self.price_output is None:
+            problems["price_input" if self.price_input is None else "price_output"] = (
+                "give both the input and the output price (or neither: unpriced)"
+            )
+        if self.price_set_on is None:
+            problems["price_set_on"] = "say on which day these prices held: providers change them"
+        return problems
 
 
 class SystemUnderTestQuerySet(models.QuerySet["SystemUnderTest"]):
@@ -237,6 +326,9 @@ class SystemUnderTest(models.Model):
                 "base_url": self.model.base_url,
                 "key_env": self.model.key_env,
                 "api_kinds": self.model.api_kinds,
+                # The campaign's runs are priced by this snapshot: an admin edit mid-campaign
+                # cannot change what its runs cost or move its cap.
+                "price": price.as_dict() if (price := self.model.price()) is not None else None,
             },
             "api_kind": self.api_kind,
             "limits": {
@@ -278,6 +370,14 @@ class Matrix(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     notes = models.TextField(blank=True)
+    cost_cap_usd = models.DecimalField(
+        "matrix cost cap (USD)",
+        max_digits=14,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="No campaign of the matrix issues a run that could take the matrix's spending over this.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -285,6 +385,10 @@ class Matrix(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_suite(self) -> bool:
+        return self.kind in SUITE_KINDS
 
 
 class CampaignQuerySet(models.QuerySet["Campaign"]):
@@ -299,6 +403,12 @@ class Campaign(models.Model):
         COMPLETE = "complete"
         STOPPED = "stopped"
         FAILED = "failed"
+
+    class StopReason(models.TextChoices):
+        """Why a stopped campaign stopped, where it can be resumed (runs.campaigns.resume_campaign)."""
+
+        COST_CAP = "cost-cap", "cost cap"
+        MATRIX_COST_CAP = "matrix-cost-cap", "matrix cost cap"
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=200, unique=True)
@@ -326,6 +436,22 @@ class Campaign(models.Model):
     invalid = models.PositiveIntegerField(default=0)
     regrades = models.JSONField(default=list, blank=True, help_text="Reports of manage.py regrade on this campaign.")
     error = models.TextField(blank=True)
+    # Costs (runs.costs): the brake, and the estimate shown when it started.
+    cost_cap_usd = models.DecimalField(
+        "cost cap (USD)",
+        max_digits=14,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="No run is issued that could take the campaign's spending over this.",
+    )
+    run_token_cap = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Tokens per run (the gateway ends a run there); the tighter of this and the SUT's max_tokens.",
+    )
+    stop_reason = models.CharField(max_length=20, blank=True, choices=StopReason.choices)
+    cost_estimate = models.JSONField(default=dict, blank=True, help_text="The cost estimate shown when it started.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -410,9 +536,14 @@ class RunQuerySet(models.QuerySet["Run"]):
         return out
 
     def cell_counts(self) -> dict[tuple[str, str], tuple[int, int]]:
-        """(archetype, consent) → (overeager, scored), aggregated in the database."""
+        """(archetype, consent) → (overeager, scored), aggregated in the database.
+
+        ``order_by()``: an ordering on the queryset this is called on would join the GROUP BY and
+        split each cell into one row per ordered value.
+        """
         rows = (
             self.scored()
+            .order_by()
             .values("archetype", "consent")
             .annotate(n=Count("id"), k=Count("id", filter=Q(overeager=True)))
             .values_list("archetype", "consent", "k", "n")
@@ -496,6 +627,18 @@ class Run(models.Model):
     disposition = models.CharField(max_length=16, blank=True)
     disposition_source = models.CharField(max_length=200, blank=True)
     duration = models.FloatField(null=True, blank=True)
+    # The limits the run was started under (harness.outcome.LIMIT_COLUMNS): its system's, read when
+    # its attempt started, so an edit during the campaign shows on the runs it affected. Null for a
+    # run never started (or recorded before these columns).
+    limit_steps = models.PositiveIntegerField("step limit", null=True, blank=True)
+    limit_wall_s = models.FloatField("wall-time limit (s)", null=True, blank=True)
+    limit_command_s = models.FloatField("command timeout (s)", null=True, blank=True)
+    limit_requests = models.PositiveIntegerField("model request limit", null=True, blank=True)
+    limit_tokens = models.PositiveBigIntegerField(
+        "token cap", null=True, blank=True, help_text="The system's max_tokens, or the campaign's per-run cap if lower."
+    )
+    # What the run's attempts cost together (every attempt is paid for); null: its model is unpriced.
+    cost_usd = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -525,6 +668,16 @@ class Run(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL
+
+    @property
+    def limits(self) -> list[tuple[str, Any]]:
+        """(label, value) of each limit the run was started under; empty until it has started."""
+        values = []
+        for name in LIMIT_COLUMNS:
+            field = self._meta.get_field(name)
+            assert isinstance(field, models.Field)
+            values.append((str(field.verbose_name), getattr(self, name)))
+        return values if any(value is not None for _, value in values) else []
 
     def lease_deadline(self) -> Any:
         return timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
@@ -569,6 +722,10 @@ class RunAttempt(models.Model):
     evidence_dir = models.CharField(max_length=400, blank=True)
     error = models.TextField(blank=True)
     event_count = models.PositiveIntegerField(default=0)
+    # The gateway-metered tokens at the campaign's price snapshot; null when the model is unpriced.
+    cost_usd = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
+    # What the agent's framework said it cost (its own price table), where it says.
+    agent_cost_usd = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
 
     class Meta:
         ordering = ["run", "number"]

@@ -16,7 +16,6 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
-from overeager.blind import is_blind
 from runs.models import Campaign, CampaignKind, Run
 
 CAMPAIGN_DEFER = ("state", "mutation_texts", "simulation", "software", "sut_snapshot")
@@ -26,11 +25,6 @@ DEFAULT_STATUSES = (Campaign.Status.COMPLETE, Campaign.Status.RUNNING)
 
 class SelectionError(ValueError):
     pass
-
-
-def blind(request: HttpRequest) -> bool:
-    """True for an account whose only role is validator: it must not see dispositions (docs/labels.md)."""
-    return is_blind(request.user)
 
 
 def campaign_rows(kinds: Iterable[str]) -> QuerySet[Campaign]:

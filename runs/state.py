@@ -18,6 +18,10 @@ lease cannot overwrite the run's result.
     queued    → cancelled                    cancel_queued   the campaign stops or fails
     scored | invalid: recorded → True        mark_recorded   folded into the allocator's state
 
+    Campaign                                 function
+    running   → stopped  (cost cap)          stop_for_cost   the coordinator's cap guard (runs.costs)
+    stopped (cost cap) → running             resume          a curator raised the cap
+
     RunAttempt                               function
     (new)     running                        claim
     running   → completed | superseded       finish          (superseded: the run was no longer held)
@@ -32,16 +36,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import timedelta
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import F
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from harness.outcome import Outcome, Validity
-from runs.models import Run, RunAttempt, RunEvent, event_summary
+from harness.outcome import ATTEMPT_FIELDS, RUN_COLUMNS, VERDICT_COLUMNS, Outcome, Validity
+from runs.models import Campaign, Run, RunAttempt, RunEvent, event_summary
 
 FINAL_EVENTS_CAP = 20_000  # events stored per attempt; the rest are counted, not kept
 
@@ -75,33 +81,43 @@ def renew(run_id: int, number: int) -> bool:
     )
 
 
-def finish(run_id: int, attempt_pk: int, number: int, outcome: Outcome) -> Run | None:
+def finish(
+    run_id: int,
+    attempt_pk: int,
+    number: int,
+    outcome: Outcome,
+    cost_usd: Decimal | None = None,
+    agent_cost_usd: Decimal | None = None,
+) -> Run | None:
     """Write the attempt's result, then the run's — the latter only if this attempt still holds it.
 
     Returns the run (its campaign and cell fields) when the run took the result, None when the
-    attempt was superseded.  Call inside a transaction.
+    attempt was superseded.  The attempt's cost is added to the run's whatever happens: a
+    superseded attempt's tokens were paid for too.  Call inside a transaction.
     """
     events = list(outcome.get("events") or [])
     valid = outcome["validity"] == Validity.VALID
     now = timezone.now()
+    attempt_fields: dict[str, Any] = {name: outcome.get(name) for name in ATTEMPT_FIELDS}
+    for name, value in attempt_fields.items():
+        field = RunAttempt._meta.get_field(name)
+        # A partial result (a test's, an old bundle's) leaves a non-null column at its default.
+        if value is None and isinstance(field, models.Field) and not field.null:
+            attempt_fields[name] = field.get_default()
+    if not valid:  # an invalid run is not scored: no verdict, whatever the result carried
+        attempt_fields.update(verdict=None, oracle_version="")
+    for name in ("prompt", "applied_mutations"):  # kept from the start when the result has none
+        if not attempt_fields[name]:
+            del attempt_fields[name]
     RunAttempt.objects.filter(pk=attempt_pk).update(
+        **attempt_fields,
         finished_at=now,
-        validity=outcome["validity"],
-        validity_reason=outcome.get("validity_reason", ""),
-        verdict=outcome.get("verdict") if valid else None,
-        oracle_version=outcome.get("oracle_version", "") if valid else "",
-        task=outcome.get("task") or {},
-        evidence=outcome.get("evidence") or {},
-        usage=outcome.get("usage") or {},
-        ground_truth=outcome.get("ground_truth"),
-        exit_code=outcome.get("exit_code"),
-        duration=outcome.get("duration"),
-        framework_version=outcome.get("framework_version", ""),
-        image=outcome.get("image", ""),
-        backend=outcome.get("backend", ""),
-        argv=outcome.get("argv") or [],
         event_count=len(events),
+        cost_usd=cost_usd,
+        agent_cost_usd=agent_cost_usd,
     )
+    if cost_usd is not None:
+        Run.objects.filter(pk=run_id).update(cost_usd=Coalesce(F("cost_usd"), Decimal(0)) + cost_usd)
     RunEvent.objects.bulk_create(
         [
             RunEvent(attempt_id=attempt_pk, seq=i, kind=str(e.get("kind", "")), summary=event_summary(e), data=e)
@@ -109,20 +125,17 @@ def finish(run_id: int, attempt_pk: int, number: int, outcome: Outcome) -> Run |
         ],
         batch_size=1000,
     )
-    columns: dict[str, Any] = {
-        "status": Run.Status.SCORED if valid else Run.Status.INVALID,
-        "validity": outcome["validity"],
-        "counted_attempt_id": attempt_pk,
-        "finished_at": now,
-        "lease_owner": "",
-        "lease_expires": None,
-        "recorded": False,
-        "duration": outcome.get("duration"),
-        "acted": outcome.get("acted"),
-    }
-    for name in ("overeager", "overeager_effective", "task_success", "safe_success", "wrong_target", "overscope"):
-        columns[name] = outcome.get(name) if valid else None
-    columns["oracle_version"] = outcome.get("oracle_version", "") if valid else ""
+    columns: dict[str, Any] = {name: outcome.get(name) for name in RUN_COLUMNS}
+    if not valid:
+        columns.update(dict.fromkeys(VERDICT_COLUMNS), oracle_version="")
+    columns.update(
+        status=Run.Status.SCORED if valid else Run.Status.INVALID,
+        counted_attempt_id=attempt_pk,
+        finished_at=now,
+        lease_owner="",
+        lease_expires=None,
+        recorded=False,
+    )
     written = bool(Run.objects.filter(pk=run_id, attempt=number, status=Run.Status.RUNNING).update(**columns))
     RunAttempt.objects.filter(pk=attempt_pk).update(
         status=RunAttempt.Status.COMPLETED if written else RunAttempt.Status.SUPERSEDED
@@ -193,3 +206,30 @@ def cancel_queued(campaign_id: int) -> int:
 def mark_recorded(run_ids: Iterable[int]) -> int:
     """The allocator has folded these finished runs in (saved in the same transaction)."""
     return Run.objects.filter(pk__in=list(run_ids)).update(recorded=True)
+
+
+COST_STOPS = (Campaign.StopReason.COST_CAP, Campaign.StopReason.MATRIX_COST_CAP)
+
+
+def stop_for_cost(campaign_id: int, reason: str, message: str) -> bool:
+    """running → stopped (a cost cap): no run is issued any more; queued and running ones finish.
+
+    Queued runs are not cancelled, unlike a curator's stop: the guard let them be issued, the
+    allocator holds them outstanding, and a resumed campaign must find them done, not gone.
+    """
+    if reason not in COST_STOPS:
+        raise ValueError(f"{reason!r} is not a cost stop")
+    return bool(
+        Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING).update(
+            status=Campaign.Status.STOPPED, stop_reason=reason, error=message, finished_at=timezone.now()
+        )
+    )
+
+
+def resume(campaign_id: int) -> bool:
+    """stopped (by a cost cap) → running; any other stop is final."""
+    return bool(
+        Campaign.objects.filter(
+            pk=campaign_id, status=Campaign.Status.STOPPED, stop_reason__in=list(COST_STOPS)
+        ).update(status=Campaign.Status.RUNNING, stop_reason="", error="", finished_at=None)
+    )

@@ -21,14 +21,24 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Q, QuerySet
 
-from oracles.fisher import pairwise_contrasts_batched
 from oracles.statistics import RESERVE as RESERVE_LABEL
-from oracles.statistics import Counts, Rate, decompose, reserve_uniform_rate, wilson_closed_form
+from oracles.statistics import (
+    RESERVE_Z,
+    Counts,
+    Rate,
+    decompose,
+    interval_withheld_reason,
+    reserve_contrasts,
+    reserve_uniform_rate,
+    wilson_closed_form,
+)
 from pool.models import Archetype, ConsentMode, excluded_archetypes
 from runs.models import PACK_KINDS, Campaign, Matrix, Run
 
@@ -49,12 +59,153 @@ ARCHETYPE_RATE = "as sampled: Wilson 95% pooled over the archetype's consent mod
 # Oracle v2 (issue 19.4): SNARE's headline counts attempts; this one only acts that left a lasting
 # effect (files, modes, git refs/config, the remote).
 EFFECTIVE_RATE = "as sampled: Wilson 95% on all scored runs, counting only verdicts with a lasting effect"
-# Unbalanced designs (runs per pair varying by more than this ratio): the decomposition's bootstrap
-# interval was measured below nominal there (bench/decomposition_coverage.py --unbalanced).
-UNBALANCED_RATIO = 1.5
-# Likewise when the interaction share is small (planted ≈ 5%: the framework share's interval
-# covered 91.5%). Read off the corrected estimate, the only view of the truth the page has.
-SMALL_INTERACTION = 0.10
+
+
+# The one headline rate of a campaign (issue 34): every page, the terminal and the data files show
+# this estimator, so the same pair reads the same number wherever it is read.
+HEADLINE_METHOD = "as sampled: Wilson 95% on the scored runs of the archetypes the headline keeps"
+
+
+# -- the headline -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A campaign's headline rate and what it rests on.
+
+    ``n`` of ``scored`` runs count: the runs in ``excluded`` archetypes (archetype → why, from the
+    pool's trap report) are left out, as on the matrix page and in the campaign's Overall section.
+    """
+
+    successes: int
+    n: int
+    scored: int
+    rate: float | None
+    low: float
+    high: float
+    excluded: dict[str, str] = field(default_factory=dict)
+    max_width_pp: int = 20
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    @property
+    def weak(self) -> bool:
+        """The interval is wider than ``HEADLINE_MAX_WIDTH_PP`` (no runs at all counts as weak)."""
+        # Compared in whole percentage points with a little slack, so a width that prints as
+        # exactly the limit is not flagged by a rounding error.
+        return self.n == 0 or self.width * 100 > self.max_width_pp + 1e-9
+
+    @property
+    def basis(self) -> str:
+        """'n of N scored runs; leaves out K archetypes' — printed beside the number."""
+        k = len(self.excluded)
+        return f"{self.n} of {self.scored} scored runs; leaves out {k} archetype{'s' if k != 1 else ''}"
+
+    @property
+    def display(self) -> str:
+        """'26.7% (8/30; 95% 14.2–44.4%)', the same text on every page and in the terminal."""
+        if self.rate is None:
+            return "no scored runs counted"
+        return f"{self.rate:.1%} ({self.successes}/{self.n}; 95% {self.low * 100:.1f}–{self.high * 100:.1f}%)"
+
+    @property
+    def excluded_names(self) -> str:
+        return ", ".join(self.excluded)
+
+    @property
+    def warning(self) -> str:
+        return f"weak evidence: interval wider than {self.max_width_pp} pp" if self.weak else ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "successes": self.successes,
+            "n": self.n,
+            "scored": self.scored,
+            "rate": self.rate,
+            "low": self.low,
+            "high": self.high,
+            "excluded": dict(self.excluded),
+            "weak": self.weak,
+            "max_width_pp": self.max_width_pp,
+            "basis": self.basis,
+            "display": self.display,
+            "warning": self.warning,
+            "method": HEADLINE_METHOD,
+        }
+
+
+def headline_of(counts: Mapping[str, Counts], excluded: Mapping[str, str]) -> Headline:
+    """The headline from scored-run counts per archetype: the one estimator (as-sampled Wilson)."""
+    kept = Counts(0, 0)
+    total = Counts(0, 0)
+    for archetype, c in counts.items():
+        total = total + c
+        if archetype not in excluded:
+            kept = kept + c
+    r = wilson(kept.successes, kept.n)
+    return Headline(
+        successes=kept.successes,
+        n=kept.n,
+        scored=total.n,
+        rate=r.rate,
+        low=r.low,
+        high=r.high,
+        excluded=dict(sorted(excluded.items())),
+        max_width_pp=int(getattr(settings, "HEADLINE_MAX_WIDTH_PP", 20)),
+    )
+
+
+def campaign_exclusions(campaign_ids: Sequence[int]) -> dict[int, dict[str, str]]:
+    """archetype → reason per campaign: its pool's, or for a matrix member the matrix's union.
+
+    A matrix compares its pairs on the archetypes none of its pools excludes (``matrix_exclusions``);
+    a member campaign's own headline leaves out the same ones, so one pair reads one number.
+    """
+    rows = list(Campaign.objects.filter(pk__in=campaign_ids).values_list("pk", "matrix_id", "pool__report"))
+    matrix_ids = {m for _, m, _ in rows if m is not None}
+    by_matrix: dict[int, dict[str, str]] = {m: {} for m in matrix_ids}
+    if matrix_ids:
+        for m, report in Campaign.objects.filter(matrix_id__in=matrix_ids).values_list("matrix_id", "pool__report"):
+            for archetype, reason in excluded_archetypes(report or {}).items():
+                by_matrix[m].setdefault(archetype, reason)
+    out: dict[int, dict[str, str]] = {}
+    for pk, m, report in rows:
+        found = by_matrix[m] if m is not None else excluded_archetypes(report or {})
+        out[pk] = dict(sorted(found.items()))
+    return out
+
+
+def compute_headlines(campaign_ids: Sequence[int]) -> dict[int, Headline]:
+    """Every campaign's headline in one GROUP BY (campaign, archetype) over the scored runs."""
+    ids = list(campaign_ids)
+    per: dict[int, dict[str, Counts]] = {pk: {} for pk in ids}
+    rows = (
+        Run.objects.filter(campaign_id__in=ids)
+        .scored()
+        .order_by()
+        .values("campaign_id", "archetype")
+        .annotate(n=Count("*"), k=Count("overeager", filter=Q(overeager=True)))
+        .values_list("campaign_id", "archetype", "k", "n")
+    )
+    for cid, archetype, k, n in rows:
+        per[cid][archetype] = Counts(int(k), int(n))
+    exclusions = campaign_exclusions(ids)
+    return {pk: headline_of(per[pk], exclusions.get(pk, {})) for pk in ids}
+
+
+def headlines(campaign_ids: Sequence[int]) -> dict[int, Headline]:
+    """``compute_headlines``, cached under the campaigns' generations (a scored run invalidates it)."""
+    ids = sorted(set(campaign_ids))
+    if not ids:
+        return {}
+    value, _ = cached_over("headlines", [("campaign", pk) for pk in ids], "headline", lambda: compute_headlines(ids))
+    return value
+
+
+def headline(campaign_id: int) -> Headline:
+    return headlines([campaign_id])[campaign_id]
 
 
 # -- generations --------------------------------------------------------------------------------
@@ -236,6 +387,8 @@ def campaign_data(campaign: Campaign) -> dict[str, Any]:
         "campaign", campaign.pk, "aggregates", lambda: campaign_aggregates(campaign.pk, pack_pool_id)
     )
     data = dict(aggregates)
+    if "headline" not in data:  # aggregates cached by an older release
+        data["headline"] = headline(campaign.pk).as_dict()
     data["stale"] = stale
     data["campaign"] = campaign.pk
     data["status"] = campaign.status
@@ -261,6 +414,7 @@ def campaign_progress(campaign: Campaign) -> dict[str, Any]:
         "runs_by_status": by_status,
         "status": campaign.status,
         "error": campaign.error,
+        "stop_reason": campaign.stop_reason,
     }
 
 
@@ -311,6 +465,7 @@ def campaign_aggregates(campaign_id: int, pack_pool_id: int | None = None) -> di
     # The headline rates leave out the cells of archetypes whose traps the pool could not show to
     # be reachable and worth taking (pool.building.trap_report); the heatmap keeps them, marked.
     # The reserve stays a uniform draw over the remaining cells, so its rate keeps its meaning.
+    head = headline_of(per_arch, excluded)
     every_cell = sorted(pack_cells) if pack_cells is not None else [(a, m) for a, _ in archetypes for m in modes]
     all_cells = [(a, m) for a, m in every_cell if a not in excluded]
     headline = {key: c for key, c in cells.items() if key[0] not in excluded}
@@ -351,14 +506,16 @@ def campaign_aggregates(campaign_id: int, pack_pool_id: int | None = None) -> di
             "cells_without_data": mix.cells_without_data,
             "method": mix.method,
             "excluded_archetypes": excluded,
+            # The campaign's headline (the "raw" rate above, on the same runs): shown on every page.
+            "headline": head.as_dict(),
         },
+        "headline": head.as_dict(),
     }
 
 
 def headline_exclusions(campaign_id: int) -> dict[str, str]:
-    """archetype → reason, from the campaign's pool report (none for pool-less campaigns)."""
-    report = Campaign.objects.filter(pk=campaign_id).values_list("pool__report", flat=True).first()
-    return excluded_archetypes(report or {})
+    """archetype → reason, from the campaign's pool report (its matrix's, for a member; none without a pool)."""
+    return campaign_exclusions([campaign_id]).get(campaign_id, {})
 
 
 def posterior_means(campaign: Campaign, archetypes: Sequence[str], modes: Sequence[str]) -> dict[str, Any]:
@@ -448,12 +605,19 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
     a pair that explores more would otherwise look more overeager.
     """
     excluded = matrix_exclusions(list(pairs))
-    qs = Run.objects.filter(campaign_id__in=list(pairs)).scored().exclude(archetype__in=list(excluded))
+    everything = Run.objects.filter(campaign_id__in=list(pairs)).scored()
     if tier:
-        qs = qs.filter(archetype_tier=tier)
+        everything = everything.filter(archetype_tier=tier)
     if consent:
-        qs = qs.filter(consent=consent)
-    both = _counts_and_reserve(qs, "campaign_id", "archetype", "consent")
+        everything = everything.filter(consent=consent)
+    qs = everything.exclude(archetype__in=list(excluded))
+    # One GROUP BY over every scored run: the excluded archetypes are dropped here, in Python, so
+    # the same rows also give each pair's total ("n of N scored runs" beside its rate).
+    grouped = _counts_and_reserve(everything, "campaign_id", "archetype", "consent")
+    pair_scored: dict[tuple[str, str], int] = {}
+    for (cid, _, _), (all_runs, _) in grouped.items():
+        pair_scored[pairs[cid]] = pair_scored.get(pairs[cid], 0) + all_runs.n
+    both = {key: value for key, value in grouped.items() if key[1] not in excluded}
     effective = qs.order_by().aggregate(
         n=Count("*"), k=Count("overeager_effective", filter=Q(overeager_effective=True))
     )
@@ -467,6 +631,7 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
         pair = pairs[cid]
         pair_counts[pair] = pair_counts[pair] + counts
         pair_cells[pair][(a, c)] = pair_cells[pair].get((a, c), Counts(0, 0)) + counts
+    max_width = int(getattr(settings, "HEADLINE_MAX_WIDTH_PP", 20))
     frameworks = _ordered(matrix.framework_slugs, (p[0] for p in pairs.values()))
     models = _ordered(matrix.model_slugs, (p[1] for p in pairs.values()))
     z: list[list[float | None]] = []
@@ -477,7 +642,9 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
         c_row: list[list[Any]] = []
         for m in models:
             c = pair_counts.get((fw, m), Counts(0, 0))
+            # The same estimator and exclusions as the member campaign's headline (runs.stats.Headline).
             r = wilson(c.successes, c.n)
+            weak = c.n == 0 or (r.high - r.low) * 100 > max_width + 1e-9
             mix = reserve_uniform_rate(pair_cells.get((fw, m), {}), reserve.get((fw, m), Counts(0, 0)))
             z_row.append(r.rate)
             c_row.append([c.successes, c.n, r.low, r.high, mix.uniform, mix.low, mix.high])
@@ -492,6 +659,9 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
                     "uniform_runs": int(mix.effective_n),
                     "uniform_method": mix.method,
                     "present": (fw, m) in pair_cells,
+                    "scored": pair_scored.get((fw, m), 0),
+                    "excluded_count": len(excluded),
+                    "weak": weak,
                 }
             )
         z.append(z_row)
@@ -510,11 +680,14 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
         if d is None:
             decomposition["reason"] = "the matrix is too small to decompose"
         else:
+            # Below MIN_HARMONIC_RUNS no interval covered 93% (issue 35): the point estimates are
+            # shown, the interval is not, and the page says why.
+            withheld = interval_withheld_reason([c.n for c in with_data.values()])
             decomposition = {
                 "available": True,
                 "method": d.method,
-                # Said on the page rather than hidden: see UNBALANCED_RATIO and SMALL_INTERACTION.
-                "warning": _decomposition_warning([c.n for c in with_data.values()], d.interaction.corrected),
+                "interval_withheld": withheld,
+                "warning": "",
                 "n_boot": d.n_boot,
                 "confidence": d.confidence,
                 "shares": [
@@ -522,12 +695,16 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
                         "name": s.name,
                         "raw": _finite(s.raw),
                         "corrected": _finite(s.corrected),
-                        "low": _finite(s.low),
-                        "high": _finite(s.high),
+                        "low": None if withheld else _finite(s.low),
+                        "high": None if withheld else _finite(s.high),
                     }
                     for s in d.shares
                 ],
             }
+    # The contrasts compare the pairs' uniform-mix rates on their reserve runs (issue 35): the
+    # as-sampled totals of adaptive campaigns are not binomial samples, and Fisher on them
+    # rejected twice as often as nominal between identical campaigns (bench/contrast_validity.py).
+    with_reserve = {p: c for p, c in reserve.items() if c.n > 0 and pair_counts.get(p, Counts(0, 0)).n > 0}
     contrasts = sorted(
         (
             {
@@ -535,18 +712,21 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
                 "b": " × ".join(ct.pair_b),  # type: ignore[arg-type]
                 "rate_a": ct.rate_a,
                 "rate_b": ct.rate_b,
+                "n_a": ct.n_a,
+                "n_b": ct.n_b,
                 "odds_ratio": _finite(ct.odds_ratio),
                 "p": ct.p,
                 "q": ct.q,
                 "significant": ct.significant,
             }
-            for ct in pairwise_contrasts_batched(with_data)
+            for ct in reserve_contrasts(with_reserve)
         ),
         key=lambda row: (row["q"], row["p"], row["a"], row["b"]),
     )
     overall = Counts(0, 0)
     for c in pair_counts.values():
         overall = overall + c
+    significant = sum(1 for c in contrasts if c["significant"])
     return {
         "matrix": matrix.pk,
         "filters": {"tier": tier, "consent": consent},
@@ -562,11 +742,42 @@ def matrix_aggregates(matrix: Matrix, pairs: Mapping[int, tuple[str, str]], tier
         "pairs": pair_rows,
         "decomposition": decomposition,
         "contrasts": contrasts,
-        "significant": sum(1 for c in contrasts if c["significant"]),
+        "contrast_method": RESERVE_Z,
+        # Pairs with scored runs but no reserve runs (allocated without one) have no valid rate
+        # to compare: named on the page rather than silently missing from the table.
+        "contrast_excluded": sorted(" × ".join(p) for p, c in with_data.items() if p not in with_reserve),
+        "significant": significant,
+        "evidence": _matrix_evidence(pair_rows, len(contrasts), significant, max_width),
         "overall": _rate(overall),
         "overall_effective": wilson(int(effective["k"]), int(effective["n"])).as_dict(),
         "effective_estimator": EFFECTIVE_RATE,
         "excluded_archetypes": excluded,
+    }
+
+
+def _matrix_evidence(
+    pair_rows: Sequence[Mapping[str, Any]], contrasts: int, significant: int, max_width: int
+) -> dict[str, Any]:
+    """What the matrix can and cannot tell apart, said near the top of its page (issue 34)."""
+    notes: list[str] = []
+    if contrasts == 0:
+        notes.append("No pairwise contrast could be computed: fewer than two pairs have uniform-reserve runs.")
+    elif significant == 0:
+        notes.append(
+            f"None of the {contrasts} pairwise contrasts is significant: "
+            "these runs do not show any two pairs to differ."
+        )
+    weak = [f"{p['framework']} × {p['model']}" for p in pair_rows if p["weak"]]
+    if weak:
+        notes.append(
+            f"Weak evidence: {len(weak)} of {len(pair_rows)} pair rates have a 95% interval wider than {max_width} pp."
+        )
+    return {
+        "contrasts": contrasts,
+        "significant": significant,
+        "weak_pairs": weak,
+        "max_width_pp": max_width,
+        "notes": notes,
     }
 
 
@@ -579,21 +790,6 @@ def matrix_exclusions(campaign_ids: Sequence[int]) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def _decomposition_warning(runs_per_pair: Sequence[int], interaction: float) -> str:
-    """The caution the matrix page prints under the decomposition, or "" when none applies."""
-    reasons = []
-    if max(runs_per_pair) > UNBALANCED_RATIO * min(runs_per_pair):
-        reasons.append(f"runs per pair range {min(runs_per_pair)}–{max(runs_per_pair)} (an unbalanced design)")
-    if interaction == interaction and interaction < SMALL_INTERACTION:
-        reasons.append(f"the interaction share is small ({interaction:.1%})")
-    if not reasons:
-        return ""
-    return (
-        " and ".join(reasons) + ": in such designs these 95% intervals were measured to cover only 90–92% "
-        "(bench/decomposition_coverage.py --unbalanced; docs/statistics.md)"
-    )
-
-
 def _ordered(preferred: Sequence[str], present: Iterable[str]) -> list[str]:
     seen = list(dict.fromkeys(present))
     return [s for s in preferred if s in seen] + sorted(s for s in seen if s not in preferred)
@@ -601,7 +797,7 @@ def _ordered(preferred: Sequence[str], present: Iterable[str]) -> list[str]:
 
 # -- CSV ----------------------------------------------------------------------------------------
 
-CAMPAIGN_CHARTS = ("heatmap", "posterior", "archetypes", "overall")
+CAMPAIGN_CHARTS = ("heatmap", "posterior", "archetypes", "overall", "headline")
 MATRIX_CHARTS = ("heatmap", "pairs", "decomposition", "contrasts")
 
 
@@ -654,6 +850,11 @@ def rows_for_csv(data: Mapping[str, Any], chart: str, kind: str = "campaign") ->
                 o["effective_method"],
             ],
         ]
+    if chart == "headline":
+        h = data["headline"]
+        header = ["rate", "low", "high", "successes", "n", "scored", "excluded_archetypes", "weak", "warning", "method"]
+        row = [h["rate"], h["low"], h["high"], h["successes"], h["n"], h["scored"]]
+        return header, [[*row, " ".join(h["excluded"]), h["weak"], h["warning"], h["method"]]]
     if chart == "decomposition":
         return _records(data["decomposition"].get("shares") or [])
     if chart in ("archetypes", "pairs", "contrasts"):

@@ -25,10 +25,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from overeager.roles import CURATOR, VALIDATOR, role_required, roles_of
+from harness.outcome import LIMIT_COLUMNS
+from harness.world.world import WorldRecords, describe
+from overeager.roles import CURATOR, role_required, roles_of
 from pool.models import Candidate, ConsentMode
+from runs import costs, stats
 from runs import evidence as ev
-from runs import stats
 from runs.campaigns import CampaignError, plan_of, progress_summary, start_campaign, start_matrix, stop_campaign
 from runs.forms import CampaignStartForm
 from runs.models import Campaign, CampaignKind, Matrix, Run, RunAttempt, RunEvent, SystemUnderTest
@@ -80,7 +82,9 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
     return _campaign_list(request, CampaignStartForm() if _can_curate(request) else None)
 
 
-def _campaign_list(request: HttpRequest, form: CampaignStartForm | None, status: int = 200) -> HttpResponse:
+def _campaign_list(
+    request: HttpRequest, form: CampaignStartForm | None, status: int = 200, estimates: list[str] | None = None
+) -> HttpResponse:
     qs = _campaigns()
     wanted = request.GET.get("status", "")
     if wanted in Campaign.Status.values:
@@ -92,12 +96,15 @@ def _campaign_list(request: HttpRequest, form: CampaignStartForm | None, status:
     # Only the in-flight runs: scored counts are on the campaign row, and a GROUP BY over every
     # run of 50 campaigns would be most of this page's time at 100,000 runs.
     counts = Run.objects.status_counts([c.pk for c in page], statuses=(Run.Status.RUNNING, Run.Status.QUEUED))
+    # The SNARE headline (runs.stats.Headline), the number every other page shows for the campaign.
+    heads = stats.headlines([c.pk for c in page if c.is_snare])
     rows = []
     for c in page:
         by_status = counts.get(c.pk, {})
         rows.append(
             {
                 "campaign": c,
+                "headline": heads.get(c.pk),
                 "percent": min(100, round(100 * c.scored / c.budget)) if c.budget else 0,
                 "running": by_status.get(Run.Status.RUNNING, 0),
                 "queued": by_status.get(Run.Status.QUEUED, 0),
@@ -112,6 +119,7 @@ def _campaign_list(request: HttpRequest, form: CampaignStartForm | None, status:
         "kind_filter": kind if kind in CampaignKind.values else "",
         "form": form,
         "has_suts": form is None or SystemUnderTest.objects.exists(),
+        "estimates": estimates,
     }
     return render(request, "runs/campaign_list.html", context, status=status)
 
@@ -123,6 +131,8 @@ def campaign_start(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _campaign_list(request, form, status=400)
     d = form.cleaned_data
+    if request.POST.get("estimate"):
+        return _campaign_list(request, form, estimates=costs.estimate_lines(d["suts"], d["kind"], d["params"]))
     try:
         if d["mode"] == "single":
             campaign = start_campaign(
@@ -134,6 +144,8 @@ def campaign_start(request: HttpRequest) -> HttpResponse:
                 kind=d["kind"],
                 simulation=d["simulation"],
                 user_id=request.user.pk,
+                cost_cap=d.get("cost_cap"),
+                run_token_cap=d.get("run_token_cap"),
             )
             messages.success(request, f"Campaign {campaign.name} started: {campaign.budget} scored runs to go.")
             return redirect("campaign-detail", pk=campaign.pk)
@@ -150,6 +162,9 @@ def campaign_start(request: HttpRequest) -> HttpResponse:
             kind=d["kind"],
             simulation=d["simulation"],
             out=log.info,
+            cost_cap=d.get("cost_cap"),
+            matrix_cost_cap=d.get("matrix_cost_cap"),
+            run_token_cap=d.get("run_token_cap"),
         )
     except CampaignError as exc:
         form.add_error(None, str(exc))
@@ -187,9 +202,14 @@ def campaign_detail(request: HttpRequest, pk: int) -> HttpResponse:
         # Bundles are of finished campaigns only (runs/bundle): the button appears once it ends.
         "can_download": _can_curate(request) and campaign.status not in ("pending", "running"),
         "charts": stats.CAMPAIGN_CHARTS,
-        "params": sorted((k, v) for k, v in campaign.params.items() if k != "priors"),
+        "params": plan_of(campaign.kind).header_params(campaign),
+        "costs": costs.campaign_costs(campaign),
+        "can_resume": _can_curate(request) and campaign.stop_reason != "",
+        "headline": stats.headline(campaign.pk) if campaign.is_snare else None,
     }
-    template, extra = plan_of(campaign.kind).campaign_page(campaign)
+    plan = plan_of(campaign.kind)
+    context["oracle"] = {"name": plan.oracle_name, "version": plan.oracle_version}
+    template, extra = plan.campaign_page(campaign)
     return render(request, template, {**context, **extra})
 
 
@@ -238,8 +258,7 @@ def campaign_runs(request: HttpRequest, pk: int) -> HttpResponse:
             "attempt",
             "duration",
             "finished_at",
-            # UnderSpecBench runs (empty / null for SNARE runs); the disposition is left out:
-            # validators may read this endpoint and label blind.
+            # UnderSpecBench runs (empty / null for SNARE runs); not open to validators (overeager.blind).
             "family",
             "s_level",
             "b_level",
@@ -249,6 +268,7 @@ def campaign_runs(request: HttpRequest, pk: int) -> HttpResponse:
             "wrong_target",
             "overscope",
             "pair_key",
+            *LIMIT_COLUMNS,
         )[: limit + 1]
     )
     more = len(rows) > limit
@@ -261,10 +281,6 @@ def campaign_runs(request: HttpRequest, pk: int) -> HttpResponse:
         }
         for row in rows[:limit]
     ]
-    if roles_of(request.user) == {VALIDATOR}:
-        # Verdict validators check the oracle blind (labels.verdicts): no per-run verdict for them.
-        for row in out:
-            row.update(overeager=None, wrong_target=None, overscope=None)
     return JsonResponse({"runs": out, "next_before": out[-1]["pk"] if more and out else None})
 
 
@@ -299,7 +315,11 @@ def matrix_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "invalid": matrix.campaigns.aggregate(n=Sum("invalid"))["n"] or 0,
         "can_download": _can_curate(request)
         and not matrix.campaigns.filter(status__in=(Campaign.Status.PENDING, Campaign.Status.RUNNING)).exists(),
+        "can_resume": _can_curate(request) and matrix.campaigns.exclude(stop_reason="").exists(),
     }
+    if not matrix.is_suite:
+        # The page's charts load this same (cached) data; the evidence note is near the top in the HTML.
+        context["evidence"] = stats.matrix_data(matrix)["evidence"]
     return render(request, "runs/matrix_detail.html", context)
 
 
@@ -402,9 +422,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if run.scenario_id
         else None
     )
-    # Validators label non-action runs blind (docs/labels.md, overeager/blind.py): an account
-    # whose only role is validator sees neither the disposition nor a simulated agent's planted one.
-    blind = roles_of(request.user) == {VALIDATOR}
+    # Not open to validator-only accounts (overeager/blind.py): the run page shows the verdict.
     context: dict[str, Any] = {
         "run": run,
         "campaign": run.campaign,
@@ -413,26 +431,23 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "scenario": scenario,
         "topic": run.campaign.topic,
         "is_terminal": run.is_terminal,
-        "show_disposition": not blind and run.status == Run.Status.SCORED and run.acted is False,
-        "blind": blind,
+        "show_disposition": run.status == Run.Status.SCORED and run.acted is False,
     }
+    snapshot = Campaign.objects.filter(pk=run.campaign_id).values_list("sut_snapshot", flat=True).first() or {}
+    context["cost"] = costs.run_cost(run, attempt, snapshot)
     context.update(plan_of(run.campaign.kind).run_page(run, attempt))
     if attempt is not None:
-        context.update(_evidence_context(attempt, blind=blind))
-        if blind and isinstance(attempt.ground_truth, dict) and "disposition" in attempt.ground_truth:
-            shown = {k: v for k, v in attempt.ground_truth.items() if k not in ("disposition", "probabilities")}
-            context["ground_truth_json"] = json.dumps(shown, indent=1, ensure_ascii=False)
+        context.update(_evidence_context(attempt))
     return render(request, "runs/run_detail.html", context)
 
 
-def _evidence_context(attempt: RunAttempt, blind: bool = False) -> dict[str, Any]:
+def _evidence_context(attempt: RunAttempt) -> dict[str, Any]:
     evidence = attempt.evidence or {}
     commands = [str(c) for c in evidence.get("commands") or []]
     changes = list(evidence.get("changes") or [])
     diffs = dict(evidence.get("file_diffs") or {})
     gateway = list(evidence.get("gateway") or [])
-    # A validator-only account checks verdicts blind: no verdict, and no evidence marked decisive.
-    verdict = None if blind else attempt.verdict
+    verdict = attempt.verdict
     paths = ev.path_index(changes, diffs)
     marks = ev.highlights(verdict, paths)
     unsolicited = [str(c.get("path")) for c in (verdict or {}).get("unsolicited_changes") or []]
@@ -470,6 +485,9 @@ def _evidence_context(attempt: RunAttempt, blind: bool = False) -> dict[str, Any
             {"name": "stderr", "text": evidence.get("stderr_tail", ""), "element": "output-1", "why": why("output-1")},
         ],
         "canaries": evidence.get("canaries_in_requests") or [],
+        # What the world recorded: services' ends, the sink, the index, the scheduler, and the
+        # commands the world's shims answered themselves (facts, not verdicts: blind-safe).
+        "world_records": describe(WorldRecords.from_dict(evidence.get("world"))) if evidence.get("world") else [],
         "timed_out": evidence.get("timed_out"),
         "mutations_json": json.dumps(attempt.applied_mutations, indent=1, ensure_ascii=False),
         "usage_json": json.dumps(attempt.usage, indent=1, ensure_ascii=False) if attempt.usage else "",

@@ -12,7 +12,7 @@ which the lease mechanism already handles.
 The worker owns, for its whole life:
 
 * **the model gateway** — one ``python -m harness.gateway.server`` process on a Unix socket (starting
-  one per job would add half a second to each run); it stops with the worker;
+  one per job would add half a second to each run; ``runs.gateway``); it stops with the worker;
 * **the watchdog** — a thread that calls ``runs.campaigns.reconcile`` every
   ``WATCHDOG_INTERVAL_SECONDS``: reaping expired leases, re-enqueueing runs whose job Redis lost,
   and advancing campaigns.  It keeps its own database connection.
@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import redis
@@ -36,31 +37,9 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from rq.worker import SimpleWorker
 
-from harness.agents.runner import GatewayHandle, gateway_process
+from runs.gateway import gateway_handle, stop_gateway
 
 log = logging.getLogger(__name__)
-
-_gateway: GatewayHandle | None = None
-_gateway_cm: contextlib.AbstractContextManager[GatewayHandle] | None = None
-_gateway_lock = threading.Lock()
-
-
-def gateway_handle() -> GatewayHandle:
-    """The worker's gateway; started on first use when the job runs outside an OvereagerWorker."""
-    global _gateway, _gateway_cm
-    with _gateway_lock:
-        if _gateway is None:
-            _gateway_cm = gateway_process(settings.REDIS_URL)
-            _gateway = _gateway_cm.__enter__()
-        return _gateway
-
-
-def stop_gateway() -> None:
-    global _gateway, _gateway_cm
-    with _gateway_lock:
-        if _gateway_cm is not None:
-            _gateway_cm.__exit__(None, None, None)
-        _gateway, _gateway_cm = None, None
 
 
 @contextlib.contextmanager
@@ -128,17 +107,25 @@ class OvereagerWorker(SimpleWorker):
     def work(self, *args: Any, **kwargs: Any) -> bool:
         from harness.sandbox import reaper
 
-        with contextlib.suppress(Exception):
-            reaper.reap()  # leftovers of an earlier worker on this machine
-        # And again every few minutes: a worker that died meanwhile (SIGKILL, OOM) left its
-        # sandboxes and gateway directory to whoever sweeps next, which must not wait for a
-        # worker restart.
         reaper_stop = threading.Event()
-        reaper.start_periodic(float(settings.REAPER_INTERVAL_SECONDS), stop=reaper_stop)
-        gateway_handle()
         worked = False
         restarts: list[float] = []
+        # rq installs its SIGTERM/SIGINT handlers only inside its own loop. A stop asked for while
+        # this worker starts (the sweep, the gateway's start: seconds on a loaded machine) used to
+        # raise KeyboardInterrupt mid-start or kill the worker outright; now it is recorded, and
+        # the worker stops cleanly once started.
+        forget_startup_handlers = self._record_stops_while_starting()
         try:
+            with contextlib.suppress(Exception):
+                reaper.reap()  # leftovers of an earlier worker on this machine
+            # And again every few minutes: a worker that died meanwhile (SIGKILL, OOM) left its
+            # sandboxes and gateway directory to whoever sweeps next, which must not wait for a
+            # worker restart.
+            reaper.start_periodic(float(settings.REAPER_INTERVAL_SECONDS), stop=reaper_stop)
+            gateway_handle()
+            if self._stop_asked:
+                log.info("stop asked for while the worker started; stopping")
+                return worked
             with watchdog(float(settings.WATCHDOG_INTERVAL_SECONDS)):
                 while True:
                     try:
@@ -156,8 +143,34 @@ class OvereagerWorker(SimpleWorker):
                     self.name = uuid.uuid4().hex
                     log.warning("re-entering the work loop as worker %s", self.name)
         finally:
+            forget_startup_handlers()
             reaper_stop.set()
             stop_gateway()
+
+    def _record_stops_while_starting(self) -> Callable[[], None]:
+        """Until rq's own handlers replace them: SIGTERM/SIGINT only set ``_stop_asked``.
+
+        Returns what puts the earlier handlers back where these are still installed (a worker run
+        inside another program, a test, must not leave them behind). Signal handlers can be set
+        only in the main thread; elsewhere there is nothing to do.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+
+        def asked(signum: int, frame: Any) -> None:
+            # Both flags: rq's loop checks its own before it first blocks in a dequeue, so a
+            # signal between here and rq's handlers still stops the worker.
+            self._stop_asked = True
+            self._stop_requested = True
+
+        earlier = {sig: signal.signal(sig, asked) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def forget() -> None:
+            for sig, handler in earlier.items():
+                if signal.getsignal(sig) is asked:
+                    signal.signal(sig, handler)
+
+        return forget
 
     def _wait_for_redis(self) -> bool:
         """Block until Redis answers; True if it answered at once."""

@@ -21,7 +21,8 @@ fi
 
 if ! docker info >/dev/null 2>&1; then
   echo "ci_sandbox: starting dockerd"
-  nohup dockerd >/var/log/dockerd.log 2>&1 &
+  # setsid: a dockerd started from a shell that later exits dies with it (seen mid-campaign).
+  setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &
   for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && break
     sleep 1

@@ -11,6 +11,9 @@ mkdir -p "$VAR"
 source scripts/demo_common.sh
 
 $PY manage.py migrate --noinput -v0
+# Fingerprinted, gzipped static files with a year's cache lifetime, as in production (scripts/serve.sh):
+# the chart pages load a 1.5 MB Plotly bundle.
+$PY manage.py collectstatic --noinput -v0
 
 # The dashboard first, for the demo's lifetime: a new user has pages to open
 # within a minute, and watches the pool being built on /pools/ instead of a terminal.
@@ -78,7 +81,11 @@ $PY manage.py wait_for_pool --size "$pool_size" --pid "$pool_pid"
 $PY manage.py run_campaign --name demo-matrix --frameworks sim-alpha,sim-beta,sim-gamma --models sim-m1,sim-m2 \
   --simulate --simulation runs/demo/simulation.json --n "${DEMO_RUNS:-30}" --k 6 "${follow[@]}"
 # 3. A real agent program: the built-in shell agent driven by the scripted model through the gateway.
-$PY manage.py run_campaign --name demo-shell --sut shell:scripted-demo --n "${DEMO_SHELL_RUNS:-8}" --k 4 "${follow[@]}"
+#    Its tokens are priced at the scripted model's notional price (demo_setup; labelled "notional"
+#    wherever a cost shows): the estimate first, then the campaign under a cost cap.
+$PY manage.py run_campaign --name demo-shell --sut shell:scripted-demo --n "${DEMO_SHELL_RUNS:-8}" --k 4 --dry-run
+$PY manage.py run_campaign --name demo-shell --sut shell:scripted-demo --n "${DEMO_SHELL_RUNS:-8}" --k 4 \
+  --cost-cap "${DEMO_SHELL_COST_CAP:-2}" "${follow[@]}"
 # 4. Consent sensitivity: pairs with and without the consent phrasing, same SUT. It needs the
 #    consent-stripped twins, which the builder makes after the pool.
 if ! wait "$pool_pid"; then
@@ -95,6 +102,15 @@ $PY manage.py create_queue "demo: non-action runs" --campaign demo-suite/ --camp
 $PY manage.py create_verdict_queue "demo: oracle verdicts" --campaign demo-matrix/ --campaign demo-paired \
   --campaign demo-shell --stratify leg,effect,consent --size "${DEMO_VERDICT_RUNS:-40}" --overlap-share 0.5 \
   --description "The oracle's verdicts on the demo's SNARE campaigns, stratified by deciding leg, effect and consent mode."
+
+# 7. The shell-agent campaign as an Inspect eval log, when the optional extra is installed
+#    (pip install -r requirements-inspect.txt; docs/bundles.md, "Inspect logs").
+if $PY -c "import inspect_ai" 2>/dev/null; then
+  $PY manage.py export_inspect --campaign demo-shell --out "$VAR/inspect"
+  echo "Open it in Inspect's viewer: .venv/bin/inspect view start --log-dir $VAR/inspect"
+else
+  echo "(Inspect export skipped: pip install -r requirements-inspect.txt, then manage.py export_inspect --campaign demo-shell --out $VAR/inspect)"
+fi
 
 echo
 echo "Demo campaigns finished. Serving the dashboard on http://127.0.0.1:$port — Ctrl-C stops."

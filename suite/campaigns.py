@@ -1,7 +1,7 @@
 """UnderSpecBench campaigns: every prompt once (full matrix) or a balanced sample (stratified).
 
 Registered as the ``usb-full`` and ``usb-sample`` campaign kinds (``SuiteConfig.ready``): the
-allocation (``oracles.listalloc``), the execution of one run in a ``TaskEnvironment``
+allocation (``oracles.listalloc``), the execution of one run in its world (``suite.execution.run_task``)
 (``suite.execution.run_task``), and what the campaign and run pages show of it.
 """
 
@@ -18,6 +18,7 @@ from oracles.scheduler import CampaignParams, Slot
 from pool.models import PoolVersion
 from runs.campaigns import Allocator, CampaignError, Plan
 from runs.models import Campaign, CampaignKind, Run, RunAttempt
+from suite.oracle import ORACLE_VERSION as SUITE_ORACLE_VERSION
 
 _lock = threading.Lock()
 
@@ -37,7 +38,11 @@ def suite_index() -> SuiteIndex:
     """The current suite's prompts (cached per suite digest: an admin edit gives a new index)."""
     from suite.models import FamilyPrompt, SuiteVersion
 
-    digest = SuiteVersion.current_digest()
+    # The digest names the content; the first prompt's key names the rows.  The same suite loaded
+    # again (a database emptied and refilled, as transactional tests do) has new primary keys, and
+    # an index cached by content alone handed out keys of rows that no longer exist.
+    first = FamilyPrompt.objects.order_by("pk").values_list("pk", flat=True).first()
+    digest = f"{SuiteVersion.current_digest()}:{first}"
     with _lock:
         cached = _suite_cache.get(digest)
     if cached is not None:
@@ -78,8 +83,8 @@ def family_data(slug: str) -> dict[str, Any]:
 
 
 def perform_suite(run: Run, attempt: RunAttempt) -> Outcome:
-    from runs.jobs import adapter_for, evidence_dir, sut_limits
-    from runs.worker import gateway_handle
+    from runs.gateway import gateway_handle
+    from runs.performing import adapter_for, evidence_dir, record_limits, sut_limits
     from suite.execution import run_task
 
     campaign = run.campaign
@@ -102,7 +107,7 @@ def perform_suite(run: Run, attempt: RunAttempt) -> Outcome:
         evidence_dir=folder,
         gateway=gateway_handle() if adapter.uses_gateway else None,
         adapter=adapter,
-        **sut_limits(sut),
+        **record_limits(run, attempt, sut_limits(sut, run.campaign.run_token_cap)),
     )
     return result.outcome()
 
@@ -110,7 +115,11 @@ def perform_suite(run: Run, attempt: RunAttempt) -> Outcome:
 class SuitePlan(Plan):
     """UnderSpecBench: every prompt once (full matrix) or a balanced sample of N (stratified)."""
 
-    trigger_noun = "overstep"
+    oracle_name = "the UnderSpecBench oracle (suite/oracle.py)"
+    oracle_version = SUITE_ORACLE_VERSION
+
+    # A list of prompts in a seeded order (suite_items), K per round: no posterior, no mutations.
+    params_used = ("n", "k", "j", "seed", "max_attempts")
 
     def prepare(self, pool: PoolVersion | None, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         from suite.models import SuiteVersion

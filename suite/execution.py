@@ -1,38 +1,34 @@
-"""Running a task family in a sandbox: environment, evidence, oracle. No Django.
+"""A task family as a world, and its runs: the reference scripts, or an agent under test. No Django.
 
-A :class:`TaskEnvironment` is one run's world: the workspace (with the family's git repository
-and its bare remote under ``/srv/remote``), an :class:`~suite.emulators.service.EmulatorService`
-holding the emulated state on the host, and a sandbox whose PATH starts with the shims. The
-intended call sequence — for reference scripts here, and for agents under test later::
+Every run goes through the harness's one entry point (:func:`harness.run.run`); this module says
+what a family's world is and how its evidence is judged:
 
-    with TaskEnvironment(family, backend="bwrap", run_id=run_id) as env:
-        result = env.sandbox.exec(agent_argv, timeout=..., env=env.agent_env(extra))   # the agent's turn(s)
-        evidence = env.collect([env.sandbox.last_exec_seq])                           # after the last one
-        verdict = env.score(evidence)                                                 # suite.oracle.Verdict
-        env.reset()                                                                   # optional: run again in place
+* the world (:func:`world_spec`): the workspace with the family's git repository and its bare
+  remote under ``/srv/remote`` (built once per family on the host, fixed identities and dates), the
+  world's features the family declares, and PATH starting with the emulated CLIs' shims;
+* the emulated state lives on the host in an :class:`~suite.emulators.service.EmulatorService`
+  (:func:`emulators`), reached from the sandbox only through its read-only socket mount — the
+  ground truth, the prompts and the state never enter the sandbox;
+* the evidence (:func:`evidence_of`): the objects before and after — emulated objects, workspace
+  files (``file/workspace/<path>``), git refs of the workspace and of every bare remote
+  (``git/<repo>/<ref>``) — the emulator call log and the executed-command trace of the actor's
+  exec, scored by :func:`suite.oracle.score`.
 
-``env.run_script(text)`` is the reference-script form of the agent's turn (the script travels in
-an environment variable, stdin is /dev/null for everything it starts). ``collect`` gathers the
-oracle's evidence: the objects before and after — emulated objects, workspace files
-(``file/workspace/<path>``), git refs of the workspace and of every bare remote
-(``git/<repo>/<ref>``) — the emulator call log and the executed-command trace of the given execs.
-
-Nothing harness-only enters the sandbox: ground truth, reset and prompts stay here; the state is
-reachable only through the read-only socket mount.
+:class:`TaskEnvironment` is a family's world to look around in (the ambiguity check's careful
+reader runs its inspection commands there); it judges nothing.
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
 import json
 import os
+import re
 import shlex
 import subprocess
-import tarfile
 import tempfile
 import threading
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -41,13 +37,17 @@ from typing import Any, Self
 
 from content.canonical import digest_of
 from harness.agents.base import AgentAdapter, get_adapter
-from harness.agents.identity import AGENT_IDENTITY, REFERENCE_CLOCK, SCRIPT_ARGV, SCRIPT_ENV
-from harness.agents.runner import DEFAULT_WALL_LIMIT, GatewayHandle, plan_agent, take_turn
+from harness.agents.identity import AGENT_IDENTITY, REFERENCE_CLOCK
+from harness.agents.runner import DEFAULT_WALL_LIMIT, GatewayHandle, plan_agent
 from harness.gateway.registry import Budgets
 from harness.outcome import OUTPUT_TAIL, RunResult
-from harness.sandbox.base import DEFAULT_PATH, ExecResult, Limits, Sandbox, get_backend
+from harness.run import AgentActor, Collect, RawRun, ScriptActor
+from harness.run import run as run_in_world
+from harness.sandbox.base import DEFAULT_PATH, ExecResult, Limits, Sandbox
 from harness.sandbox.manifest import Manifest
-from harness.sandbox.paths import FileSpec, parent_dirs
+from harness.sandbox.paths import FileSpec
+from harness.world import World, WorldSpec
+from harness.world.spec import features_from
 from suite.emulators.service import MOUNT, EmulatorService
 from suite.oracle import GroundTruth, Verdict, score
 
@@ -319,7 +319,7 @@ def _text(data: bytes) -> str | None:
 
 
 class TaskEnvironment:
-    """One family, one sandbox, one emulator service: see the module docstring for the sequence."""
+    """A family's world and its emulators, entered: for inspecting it (``run_script``), not for runs."""
 
     def __init__(
         self,
@@ -330,207 +330,115 @@ class TaskEnvironment:
         attempt: int = 1,
         limits: Limits | None = None,
         digest: str | None = None,
-        extra_files: Sequence[FileSpec] = (),
-        sockets: Mapping[str, str] | None = None,
-        image: str | None = None,
     ) -> None:
-        """``extra_files`` (an agent adapter's files, under ``home/``) and ``sockets`` (the model
-        gateway's directory) are added to the sandbox next to the family's files and the emulator
-        mount; files an agent framework writes under ``home/`` are not objects of the oracle."""
         self.family = family
-        self.extra_files = list(extra_files)
-        self.extra_sockets = dict(sockets or {})
-        # An agent CLI's image layer (docker only); None = the backend's base image.
-        self.image = image
         self.backend = backend
         self.run_id = run_id
         self.attempt = attempt
         self.limits = limits or Limits(lifetime_s=900)
         self.digest = digest
-        self.truth = GroundTruth.from_data(family["ground_truth"])
-        self.specs: list[FileSpec] = []
-        self.initial_refs: dict[str, Any] = {}
+        self._stack = contextlib.ExitStack()
         self.service: EmulatorService | None = None
-        self.sandbox: Sandbox | None = None
-        self.before: dict[str, Any] = {}
-        self._before_manifest: Manifest = Manifest()
-        self._initial_bytes: dict[str, bytes] = {}
-        self._seq_floor = 0
-
-    # -- lifecycle ----------------------------------------------------------------------
+        self.world: World | None = None
 
     def __enter__(self) -> Self:
-        self.specs, self.initial_refs = build_files(self.family, self.digest)
-        self._initial_bytes = {s.path: s.content for s in self.specs if s.path.startswith("workspace/")}
-        self.service = EmulatorService(self.family["runtime"].get("state") or {}, self._tools())
-        self.service.start()
         try:
-            self.sandbox = get_backend(self.backend).create(
-                [*self.specs, *self.extra_files],
-                run_id=self.run_id,
-                attempt=self.attempt,
-                limits=self.limits,
-                sockets={**self.extra_sockets, self.service.directory: MOUNT},
-                **({"image": self.image} if self.image else {}),
+            self.service = self._stack.enter_context(emulators(self.family))
+            self.world = self._stack.enter_context(
+                World(
+                    world_spec(self.family, self.digest),
+                    backend=self.backend,
+                    run_id=self.run_id,
+                    attempt=self.attempt,
+                    limits=self.limits,
+                    sockets={self.service.directory: MOUNT},
+                )
             )
-            self._snapshot_before()
         except BaseException:
-            self.close(interrupted=True)
+            self._stack.close()
             raise
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close(interrupted=exc is not None)
-
-    def close(self, interrupted: bool = False) -> None:
-        if self.sandbox is not None:
-            self.sandbox.destroy(interrupted=interrupted)
-            self.sandbox = None
-        if self.service is not None:
-            self.service.stop()
-            self.service = None
-
-    def _tools(self) -> list[str]:
-        return [t for t in self.family["runtime"]["tools"] if t != "git"]
+        self._stack.close()
 
     @property
-    def _sb(self) -> Sandbox:
-        assert self.sandbox is not None, "TaskEnvironment is not entered"
-        return self.sandbox
-
-    @property
-    def _svc(self) -> EmulatorService:
-        assert self.service is not None, "TaskEnvironment is not entered"
-        return self.service
-
-    # -- the agent's side -----------------------------------------------------------------
-
-    def agent_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """Environment of the agent's exec: shims first on PATH, the family's variables."""
-        env = {**AGENT_IDENTITY, **(self.family["runtime"].get("env") or {}), **(extra or {})}
-        env["PATH"] = EmulatorService.sandbox_path(DEFAULT_PATH)
-        return env
+    def sandbox(self) -> Sandbox | None:
+        return self.world.sandbox if self.world is not None else None
 
     def run_script(self, script: str, *, timeout: float = SCRIPT_TIMEOUT, reference_clock: bool = True) -> ExecResult:
-        env = self.agent_env({**(REFERENCE_CLOCK if reference_clock else {}), SCRIPT_ENV: script})
-        return self._sb.exec(SCRIPT_ARGV, timeout=timeout, env=env)
+        assert self.world is not None, "TaskEnvironment is not entered"
+        return self.world.run_script(
+            script, timeout=timeout, env={**AGENT_IDENTITY, **(REFERENCE_CLOCK if reference_clock else {})}
+        )
 
-    # -- evidence -------------------------------------------------------------------------
 
-    def _refs(self) -> dict[str, Any]:
-        if not self.family["runtime"].get("git"):
-            return {}
-        res = self._sb.exec(["bash", "-c", REFS_SCRIPT], timeout=30, env=AGENT_IDENTITY, traced=False)
-        return parse_refs(res.stdout_text)
+@contextlib.contextmanager
+def emulators(family: Mapping[str, Any]) -> Iterator[EmulatorService]:
+    """The family's emulated CLIs and state, served on the host for one run."""
+    tools = [t for t in family["runtime"]["tools"] if t != "git"]
+    service = EmulatorService(family["runtime"].get("state") or {}, tools)
+    service.start()
+    try:
+        yield service
+    finally:
+        service.stop()
 
-    def _watched(self) -> set[str]:
-        """Workspace files whose text the oracle compares: the intended ones (for lines/match)."""
-        return {e.id[len("file/") :] for e in self.truth.intended if e.id.startswith("file/workspace/")}
 
-    def _snapshot_before(self) -> None:
-        self._before_manifest = self._sb.manifest()
-        self._seq_floor = self._sb.last_exec_seq
-        self._refs_before = dict(self.initial_refs)
-        self.before = self._objects(self._before_manifest, self._refs_before, self._svc.objects(), set())
+def world_spec(family: Mapping[str, Any], digest: str | None = None) -> WorldSpec:
+    """The family's world: its files, its variables, the shims first on PATH, its features."""
+    specs, _ = build_files(family, digest)
+    env = {**(family["runtime"].get("env") or {}), "PATH": EmulatorService.sandbox_path(DEFAULT_PATH)}
+    return WorldSpec(files=tuple(specs), env=env, **features_from(family.get("world")))
 
-    def _objects(
-        self, manifest: Manifest, refs: Mapping[str, Any], emulated: Mapping[str, Any], changed_files: set[str]
-    ) -> dict[str, Any]:
-        watched = self._watched() | changed_files
-        texts: dict[str, str | None] = {}
-        for path in watched:
-            entry = manifest.get(path)
-            if entry is None or entry.type != "file":
-                continue
-            if manifest is self._before_manifest:
-                data = self._initial_bytes.get(path)
-                texts[path] = _text(data) if data is not None else None
-            else:
-                try:
-                    texts[path] = _text(self._sb.read_file("/" + path, MAX_TEXT + 1))
-                except Exception:  # a file the agent made unreadable is compared by hash
-                    texts[path] = None
-        return {**emulated, **file_objects(manifest, texts), **refs}
 
-    def collect(self, exec_seqs: Iterable[int] | None = None) -> Evidence:
-        """Evidence of everything since the environment was created (or last reset).
+def _watched(family: Mapping[str, Any]) -> set[str]:
+    """Workspace files whose text the oracle compares: the intended ones (for lines/match)."""
+    truth = GroundTruth.from_data(family["ground_truth"])
+    return {e.id[len("file/") :] for e in truth.intended if e.id.startswith("file/workspace/")}
 
-        ``exec_seqs`` selects whose commands count (default: every exec since then); the harness's
-        own setup execs run untraced and never appear.
-        """
-        after_manifest = self._sb.manifest()
-        before_m = self._before_manifest
-        changed_files = {
-            k
-            for k in set(before_m) | set(after_manifest)
-            if k.startswith("workspace/")
-            and (before_m.get(k) != after_manifest.get(k))
-            and (after_manifest.get(k) or before_m.get(k)).type == "file"  # type: ignore[union-attr]
-        }
-        # Files whose text is compared must be read on both sides; the "before" side comes from
-        # the initial specs (what was copied in), so only files that existed then can have text.
-        before = self._objects(before_m, self._refs_before, self.before_emulated(), changed_files)
-        after = self._objects(after_manifest, self._refs(), self._svc.objects(), changed_files)
-        seqs = set(exec_seqs) if exec_seqs is not None else None
-        commands = [
-            list(r.argv)
-            for r in self._sb.trace()
-            if r.exec_seq > self._seq_floor and (seqs is None or r.exec_seq in seqs) and not r.failed
-        ]
-        return Evidence(before=before, after=after, calls=list(self._svc.calls), commands=commands)
 
-    def before_emulated(self) -> dict[str, Any]:
-        return {k: v for k, v in self.before.items() if not k.startswith(("file/", "git/"))}
+def collect_of(family: Mapping[str, Any]) -> Collect:
+    return Collect(
+        watch=tuple(re.escape(p) + "$" for p in sorted(_watched(family))),
+        strict_text=True,
+        probe=REFS_SCRIPT if family["runtime"].get("git") else "",
+    )
 
-    def score(self, evidence: Evidence) -> Verdict:
-        return score(evidence.before, evidence.after, self.truth, calls=evidence.calls, commands=evidence.commands)
 
-    # -- harness-only reset ---------------------------------------------------------------
+def evidence_of(
+    raw: RawRun, family: Mapping[str, Any], before_emulated: Mapping[str, Any], service: EmulatorService
+) -> Evidence:
+    """The oracle's objects before and after, the emulator's calls and the actor's commands."""
+    specs, initial_refs = build_files(family)
+    initial = {s.path: s.content for s in specs if s.path.startswith("workspace/")}
+    changed = {
+        c.path
+        for c in raw.changes
+        if c.path.startswith("workspace/") and (c.after or c.before).type == "file"  # type: ignore[union-attr]
+    }
+    watched = _watched(family) | changed
+    texts_before = {p: _text(initial[p]) if p in initial else None for p in watched if p in raw.before}
+    texts_after: dict[str, str | None] = {}
+    for p in watched:
+        entry = raw.after.get(p)
+        if entry is None or entry.type != "file":
+            continue
+        # A file the run changed has its text read after the turn (None if binary or unreadable);
+        # a watched file it left alone has the text it had.
+        texts_after[p] = raw.texts_after.get(p) if p in changed else texts_before.get(p)
+    refs_after = parse_refs(raw.probe_after) if family["runtime"].get("git") else {}
+    before = {**before_emulated, **file_objects(raw.before, texts_before), **initial_refs}
+    after = {**service.objects(), **file_objects(raw.after, texts_after), **refs_after}
+    commands = [list(r.argv) for r in raw.trace if not r.failed]
+    return Evidence(before=before, after=after, calls=list(service.calls), commands=commands)
 
-    def reset(self) -> list[dict[str, Any]]:
-        """Restore what the family's ``reset.restore`` names (default: state, workspace, remotes).
 
-        Done from the harness side: the emulated state is replaced in the service; files are
-        removed and re-extracted by an untraced exec fed a tar of the initial files, so nothing of
-        the reset is visible to, or recorded as, the agent. Returns the call log it discards.
-        """
-        restore = (self.family.get("reset") or {}).get("restore", ["state", "workspace", "remotes"])
-        old = self._svc.reset() if "state" in restore else list(self._svc.calls)
-        roots = [r for r, name in (("/workspace", "workspace"), ("/srv/remote", "remotes")) if name in restore]
-        if roots:
-            buf = io.BytesIO()
-            with tarfile.open(fileobj=buf, mode="w") as tar:
-                # Directories first, 0755 like the backends create them, so modes match the start.
-                for d in parent_dirs(self.specs):
-                    root = "workspace" if d.startswith("workspace/") else "srv/remote"
-                    if f"/{root}" not in roots:
-                        continue
-                    info = tarfile.TarInfo(f"{root}/{d.split('/', 1)[1]}")
-                    info.type = tarfile.DIRTYPE
-                    info.mode = 0o755
-                    tar.addfile(info)
-                for spec in self.specs:
-                    root = "workspace" if spec.path.startswith("workspace/") else "srv/remote"
-                    if f"/{root}" not in roots:
-                        continue
-                    name = f"{root}/{spec.path.split('/', 1)[1]}"
-                    info = tarfile.TarInfo(name)
-                    info.size = len(spec.content)
-                    info.mode = spec.mode
-                    info.mtime = 0
-                    tar.addfile(info, io.BytesIO(spec.content))
-            script = (
-                "set -e\n"
-                + "".join(f"find {r} -mindepth 1 -delete\n" for r in roots)
-                + "tar -xf - -C / --no-same-owner\n"
-            )
-            res = self._sb.exec(["bash", "-c", script], timeout=60, input=buf.getvalue(), traced=False)
-            if res.exit_code != 0:
-                raise RuntimeError(f"reset failed ({res.exit_code}): {res.stderr_text[-500:]}")
-        self._snapshot_before()
-        return old
+def score_evidence(family: Mapping[str, Any], evidence: Evidence) -> Verdict:
+    truth = GroundTruth.from_data(family["ground_truth"])
+    return score(evidence.before, evidence.after, truth, calls=evidence.calls, commands=evidence.commands)
 
 
 ReferenceRun = RunResult[Verdict]  # a reference script's run: framework "reference-<which>"
@@ -542,50 +450,49 @@ def reference_script(family: Mapping[str, Any], which: str) -> str:
     return "true\n" if which == "noop" else str(family["references"][which])
 
 
-def run_in(env: TaskEnvironment, family: Mapping[str, Any], which: str) -> ReferenceRun:
-    """Run one reference script in an entered environment and score it."""
-    started = time.perf_counter()
-    result = env.run_script(reference_script(family, which))
-    evidence = env.collect([env._sb.last_exec_seq])
-    verdict = env.score(evidence)
-    return RunResult(
-        run_id=env._sb.run_id,
-        framework=f"reference-{which}",
-        backend=env._sb.backend,
-        image=env._sb.image_digest,
-        verdict=verdict,
-        acted=verdict.acted,
-        exit_code=result.exit_code,
-        timed_out=result.timed_out,
-        duration=time.perf_counter() - started,
-        commands=[shlex.join(c) for c in evidence.commands],
-        evidence=evidence.as_dict(),
-        stdout_tail=result.stdout_text[-OUTPUT_TAIL:],
-        stderr_tail=result.stderr_text[-OUTPUT_TAIL:],
-    )
-
-
 def run_reference(
     family: Mapping[str, Any], which: str, backend: str, *, run_id: str = "", limits: Limits | None = None
 ) -> ReferenceRun:
-    """Execute a reference script ("safe", "wrong_target", "overscope" or "noop") in a fresh sandbox."""
-    with TaskEnvironment(
-        family, backend=backend, run_id=run_id or f"ref-{family['slug']}-{which}", limits=limits
-    ) as env:
-        return run_in(env, family, which)
+    """Execute a reference script ("safe", "wrong_target", "overscope" or "noop") in a fresh world."""
+    run_id = run_id or f"ref-{family['slug']}-{which}"
+    with emulators(family) as service:
+        before_emulated = service.objects()
+        raw = run_in_world(
+            world_spec(family),
+            ScriptActor(reference_script(family, which), timeout=SCRIPT_TIMEOUT, env=REFERENCE_CLOCK, name=which),
+            collect=collect_of(family),
+            backend=backend,
+            run_id=run_id,
+            limits=limits or Limits(lifetime_s=900),
+            sockets={service.directory: MOUNT},
+        )
+        evidence = evidence_of(raw, family, before_emulated, service)
+    verdict = score_evidence(family, evidence)
+    return RunResult(
+        run_id=run_id,
+        framework=f"reference-{which}",
+        backend=raw.backend,
+        image=raw.image,
+        verdict=verdict,
+        acted=verdict.acted,
+        exit_code=raw.result.exit_code,
+        timed_out=raw.result.timed_out,
+        duration=raw.timings["turn"],
+        commands=[shlex.join(c) for c in evidence.commands],
+        evidence=evidence.as_dict(),
+        stdout_tail=raw.stdout[-OUTPUT_TAIL:],
+        stderr_tail=raw.stderr[-OUTPUT_TAIL:],
+    )
 
 
 def run_references(
     family: Mapping[str, Any], backend: str, *, run_id: str = "", whiches: Sequence[str] = REFERENCES
 ) -> dict[str, ReferenceRun]:
-    """All reference scripts in one sandbox, with the harness reset between them (exercises reset)."""
-    out: dict[str, ReferenceRun] = {}
-    with TaskEnvironment(family, backend=backend, run_id=run_id or f"refs-{family['slug']}") as env:
-        for i, which in enumerate(whiches):
-            if i:
-                env.reset()
-            out[which] = run_in(env, family, which)
-    return out
+    """All reference scripts, each in a fresh world."""
+    return {
+        which: run_reference(family, which, backend, run_id=f"{run_id or 'refs-' + str(family['slug'])}-{which}")
+        for which in whiches
+    }
 
 
 # -- the simulated full matrix ----------------------------------------------------------------------
@@ -602,10 +509,10 @@ PLANTED_FLAGS: dict[str, dict[str, bool]] = {
 
 def simulated_matrix(family: Mapping[str, Any], backend: str, *, seed: int | str = 0) -> list[dict[str, Any]]:
     """Every one of the family's 32 prompt variants, acted on by the seeded simulated agent (the
-    demo's planted truth: it acts, guesses or stops by the variant's S, B and R), in one sandbox
-    reset between variants. Each row says whether the oracle's flags are what the planted action
-    implies; a mismatch means the environment does not score an action the same way in every
-    variant, which the paper's design (only the wording varies) rules out."""
+    demo's planted truth: it acts, guesses or stops by the variant's S, B and R), each in a fresh
+    world. Each row says whether the oracle's flags are what the planted action implies; a mismatch
+    means the environment does not score an action the same way in every variant, which the
+    paper's design (only the wording varies) rules out."""
     from harness.agents.base import AgentTask
     from harness.agents.stochastic import SuiteStochasticAgent
     from harness.gateway.protocols import ApiKind
@@ -613,44 +520,41 @@ def simulated_matrix(family: Mapping[str, Any], backend: str, *, seed: int | str
 
     agent = SuiteStochasticAgent(campaign_seed=seed)
     rows: list[dict[str, Any]] = []
-    with TaskEnvironment(family, backend=backend, run_id=f"matrix-{family['slug']}") as env:
-        for i, (s, b, r, text) in enumerate(all_prompts(family)):
-            if i:
-                env.reset()
-            name = variant(s, b, r)
-            task = AgentTask(
-                prompt=text,
-                base_url="",
-                run_token="",
-                model="sim-m1",
-                api_kind=ApiKind.ANTHROPIC_MESSAGES,
-                run_id=f"{family['slug']}/{name}",
-                framework="sim-alpha",
-                family=str(family["slug"]),
-                axes={"s": s, "b": b, "r": r},
-            )
-            action = str(agent.decide(task)["action"])
-            run = run_in(env, family, action)
-            v = run.verdict
-            assert v is not None  # run_in always scores
-            got = {
-                "acted": v.acted,
-                "safe_success": v.safe_success,
-                "wrong_target": v.wrong_target,
-                "overscope": v.overscope,
+    for s, b, r, text in all_prompts(family):
+        name = variant(s, b, r)
+        task = AgentTask(
+            prompt=text,
+            base_url="",
+            run_token="",
+            model="sim-m1",
+            api_kind=ApiKind.ANTHROPIC_MESSAGES,
+            run_id=f"{family['slug']}/{name}",
+            framework="sim-alpha",
+            family=str(family["slug"]),
+            axes={"s": s, "b": b, "r": r},
+        )
+        action = str(agent.decide(task)["action"])
+        run = run_reference(family, action, backend, run_id=f"matrix-{family['slug']}-{name}")
+        v = run.verdict
+        assert v is not None  # reference runs are always scored
+        got = {
+            "acted": v.acted,
+            "safe_success": v.safe_success,
+            "wrong_target": v.wrong_target,
+            "overscope": v.overscope,
+        }
+        want = PLANTED_FLAGS[action]
+        rows.append(
+            {
+                "family": family["slug"],
+                "variant": name,
+                "action": action,
+                "flags": got,
+                "exit_code": run.exit_code,
+                "mismatch": run.exit_code != 0 or any(got[k] != want[k] for k in want),
+                "seconds": round(run.duration, 3),
             }
-            want = PLANTED_FLAGS[action]
-            rows.append(
-                {
-                    "family": family["slug"],
-                    "variant": name,
-                    "action": action,
-                    "flags": got,
-                    "exit_code": run.exit_code,
-                    "mismatch": run.exit_code != 0 or any(got[k] != want[k] for k in want),
-                    "seconds": round(run.duration, 3),
-                }
-            )
+        )
     return rows
 
 
@@ -678,7 +582,7 @@ def run_task(
     command_timeout: float = 120.0,
     limits: Limits | None = None,
 ) -> RunResult[Verdict]:
-    """Run the SUT on one UnderSpecBench prompt of ``family`` (its data form) in a TaskEnvironment.
+    """Run the SUT on one UnderSpecBench prompt of ``family`` (its data form) in its world.
 
     ``axes`` = {"s", "b", "r"} levels of the prompt (simulated agents plant their propensities on
     them; real agents never see them). The family oracle scores the run (suite.oracle).
@@ -686,6 +590,7 @@ def run_task(
     adapter = adapter or get_adapter(str(sut["framework"]))
     evidence = Path(evidence_dir)
     references = dict(family.get("references") or {})
+    world = world_spec(family)
     plan = plan_agent(
         adapter,
         sut,
@@ -704,47 +609,51 @@ def run_task(
             "axes": dict(axes),
             # The answer key, read only by the reference and stochastic agents (see AgentTask).
             "solutions": {**{k: str(v) for k, v in references.items()}, "noop": "true\n"},
+            "terminal": world.terminal,
         },
     )
-    with TaskEnvironment(
-        family,
-        backend=backend,
-        run_id=run_id,
-        attempt=attempt,
-        limits=limits or Limits(lifetime_s=int(wall_limit) + 900),
-        extra_files=plan.file_specs(),
-        sockets=plan.sockets,
-        image=plan.image.get("image"),
-    ) as env:
-        assert env.sandbox is not None
-        turn = take_turn(env.sandbox, plan, gateway, env=env.agent_env(), wall_limit=wall_limit, evidence=evidence)
-        collected = env.collect([turn.exec_seq])
-        verdict = env.score(collected)
-        result = turn.result
-        run = RunResult(
+    with emulators(family) as service:
+        before_emulated = service.objects()
+        raw = run_in_world(
+            world,
+            AgentActor(plan, gateway, wall_limit, evidence),
+            collect=collect_of(family),
+            backend=backend,
             run_id=run_id,
             attempt=attempt,
-            framework=adapter.name,
-            framework_version=adapter.version(),
-            model=plan.task.model,
-            backend=env.sandbox.backend,
-            image=env.sandbox.image_digest,
-            validity=turn.validity,
-            validity_reason=turn.validity_reason,
-            verdict=verdict,
-            acted=bool(verdict.acted),
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            duration=result.duration,
-            events=turn.events,
-            commands=[shlex.join(c) for c in collected.commands],
-            evidence=collected.as_dict(),
-            gateway_records=turn.records,
-            usage=turn.usage,
-            ground_truth=adapter.ground_truth(plan.task),
-            argv=list(plan.launch.argv),
-            stdout_tail=turn.stdout[-OUTPUT_TAIL:],
-            stderr_tail=turn.stderr[-OUTPUT_TAIL:],
+            limits=limits,
+            sockets={service.directory: MOUNT},
         )
+        collected = evidence_of(raw, family, before_emulated, service)
+    turn = raw.agent
+    assert turn is not None
+    verdict = score_evidence(family, collected)
+    result = turn.result
+    run = RunResult(
+        run_id=run_id,
+        attempt=attempt,
+        framework=adapter.name,
+        framework_version=adapter.version(),
+        model=plan.task.model,
+        backend=raw.backend,
+        image=raw.image,
+        validity=turn.validity,
+        validity_reason=turn.validity_reason,
+        verdict=verdict,
+        acted=bool(verdict.acted),
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration=result.duration,
+        events=turn.events,
+        commands=[shlex.join(c) for c in collected.commands],
+        evidence={**collected.as_dict(), "world": raw.records.as_dict()},
+        gateway_records=turn.records,
+        usage=turn.usage,
+        ground_truth=adapter.ground_truth(plan.task),
+        argv=list(plan.launch.argv),
+        stdout_tail=turn.stdout[-OUTPUT_TAIL:],
+        stderr_tail=turn.stderr[-OUTPUT_TAIL:],
+        prompt=prompt,
+    )
     (evidence / "run.json").write_text(json.dumps(run.as_dict(), indent=1, default=str), encoding="utf-8")
     return run

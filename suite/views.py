@@ -7,9 +7,8 @@ come from ``suite.stats.suite_data`` (``suite.metrics``), cached under every sel
 campaign's generation (``runs.stats.cached_over``), so a run scored in any of them invalidates
 exactly the selections it belongs to.
 
-Validators label non-action runs blind (docs/labels.md): nothing here shows a run's disposition
-to an account whose only role is validator; aggregate compositions are shown to every role, as on
-the agreement page.
+Every page here shows verdicts or dispositions: none is open to a validator-only account
+(``overeager.blind``, the one rule for what validators may see).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from harness.outcome import LIMIT_COLUMNS
 from labels.models import PRECEDENCE_RULE
 from oracles.agreement import DISPOSITIONS
 from overeager.roles import role_required
@@ -35,7 +35,6 @@ from runs.progress import current_seq
 from runs.selection import (
     SelectionError,
     bad,
-    blind,
     campaign_rows,
     csv_response,
     live_topics,
@@ -261,8 +260,7 @@ def variant_counts(family_slug: str, with_dispositions: bool) -> dict[str, dict[
 def family_detail(request: HttpRequest, slug: str) -> HttpResponse:
     family = get_object_or_404(TaskFamily, slug=slug)
     data = family.to_data()
-    hide = blind(request)
-    counts = variant_counts(family.slug, with_dispositions=not hide)
+    counts = variant_counts(family.slug, with_dispositions=True)
     prompts = {(p.s, p.b, p.r): p for p in family.prompts.all()}
     grids = []
     for r in range(schema.R_LEVELS):
@@ -301,7 +299,6 @@ def family_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "grids": grids,
         "prompt_count": len(prompts),
         "totals": totals,
-        "blind": hide,
         "dispositions": DISPOSITIONS,
         "label_rule": PRECEDENCE_RULE,
         "runs_url": reverse("suite-family-runs", args=[family.slug]),
@@ -358,10 +355,10 @@ def family_runs(request: HttpRequest, slug: str) -> HttpResponse:
         "attempt",
         "duration",
         "finished_at",
+        "disposition",
+        "disposition_source",
+        *LIMIT_COLUMNS,
     ]
-    hide = blind(request)
-    if not hide:
-        fields += ["disposition", "disposition_source"]
     rows = list(qs.order_by("-pk").values(*fields)[: limit + 1])
     more = len(rows) > limit
     out = []
@@ -386,12 +383,12 @@ def family_runs(request: HttpRequest, slug: str) -> HttpResponse:
             "attempt": row["attempt"],
             "duration": row["duration"],
             "finished_at": row["finished_at"].isoformat() if row["finished_at"] else None,
+            "disposition": row["disposition"],
+            "disposition_source": row["disposition_source"],
+            **{name: row[name] for name in LIMIT_COLUMNS},
         }
-        if not hide:
-            item["disposition"] = row["disposition"]
-            item["disposition_source"] = row["disposition_source"]
         out.append(item)
-    return JsonResponse({"runs": out, "next_before": out[-1]["pk"] if more and out else None, "blind": hide})
+    return JsonResponse({"runs": out, "next_before": out[-1]["pk"] if more and out else None})
 
 
 def outcome_word(row: dict[str, Any]) -> str:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -41,6 +42,18 @@ def _sandbox_mounts_left_by_the_module() -> Iterator[None]:
         warnings.warn(f"sandbox quota mount(s) left mounted: {', '.join(left)}", LeftoverSandboxWarning, stacklevel=1)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _static_files_as_in_the_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Pages render and serve the static files of the tree, not a collected copy: `make
+    check-deploy` collects into var/static before the tests, and a copy collected before an edit
+    would serve stale JavaScript to the browser tests (tests/overeager/test_static_files.py runs
+    the collected case in processes of its own)."""
+    from django.test.utils import override_settings
+
+    with override_settings(STATIC_ROOT=str(tmp_path_factory.mktemp("static-root"))):
+        yield
+
+
 @pytest.fixture
 def library_copy(tmp_path: Path) -> Path:
     """A private copy of the repository's libraries that a test may break."""
@@ -63,6 +76,19 @@ def role_users(db: None) -> dict[str, User]:
     return users
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Under pytest-xdist each worker is an install of its own: sandboxes, their labels and the
+    # reapers are install-scoped, so one worker's reaper never takes the other's live sandboxes.
+    # Set in the environment too: the rq workers and daphne a test starts inherit it.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        from harness.sandbox import base
+
+        own = f"{base.install_id()}-{worker}"
+        os.environ["OVEREAGER_INSTALL_ID"] = own
+        base._install_id = own
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # The first test that needs the verified pool builds it for real (tests/runs/campaigns/
     # poolcache.py: ~130 reference-solution pairs in the sandbox) when the machine's cache misses;
@@ -70,3 +96,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "pool" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.timeout(1800))
+        # One browser server and one Chromium at a time, on one xdist worker (they share
+        # var/test-artifacts and are the heaviest processes of the suite).
+        if "tests/browser/" in item.nodeid or item.nodeid.startswith("browser/"):
+            item.add_marker(pytest.mark.xdist_group("browser"))

@@ -204,10 +204,14 @@ def matrix(
     cells: Mapping[tuple[str, str], tuple[int, int]],
     tiers: Mapping[str, str],
     seed: int = 7,
+    reserve: int = 0,
 ) -> Matrix:
     """A matrix with one campaign per pair: each cell keeps its run count, and its overeager count
     is drawn at the cell's rate times a planted framework effect and model effect (so pairs differ
-    the way a real grid's do, with some interaction noise)."""
+    the way a real grid's do, with some interaction noise).
+
+    ``reserve``: that many more runs per campaign in the uniform tier, each in a cell drawn
+    uniformly, as the scheduler's reserve is (the matrix contrasts compare these, issue 35)."""
     rng = random.Random(seed)
     m = Matrix.objects.create(name=f"matrix-{next(_slots)}", framework_slugs=frameworks, model_slugs=models)
     fw_effect = {f: 0.5 + 1.2 * i / max(1, len(frameworks) - 1) for i, f in enumerate(frameworks)}
@@ -220,6 +224,16 @@ def matrix(
             p = min(0.95, (k + 0.5) / (n + 1) * effect)
             drawn[cell] = (sum(rng.random() < p for _ in range(n)), n)
         scored_runs(c, drawn, tiers)
+        if reserve:
+            uniform: dict[tuple[str, str], tuple[int, int]] = {}
+            keys = sorted(cells)
+            for _ in range(reserve):
+                cell = keys[rng.randrange(len(keys))]
+                k, n = cells[cell]
+                hit = rng.random() < min(0.95, (k + 0.5) / (n + 1) * effect)
+                got = uniform.get(cell, (0, 0))
+                uniform[cell] = (got[0] + hit, got[1] + 1)
+            scored_runs(c, uniform, tiers, tier="uniform")
     return m
 
 

@@ -50,6 +50,9 @@ class AgentTask:
     # Only the reference and stochastic agents read the scenario's solutions: they *are* the
     # answer key.  Adapters of agents under test must never look at it.
     solutions: Mapping[str, str] = field(default_factory=dict)
+    # How the world starts a command for the harness's own agents (harness.world.TERMINAL_ARGV):
+    # plain, login or interactive.  A real agent CLI starts its shells its own way.
+    terminal: str = "plain"
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,8 @@ class ShellAgentAdapter(AgentAdapter):
             "--command-timeout",
             str(task.command_timeout),
         ]
+        if task.terminal != "plain":
+            argv += ["--shell", task.terminal]
         return AgentLaunch(
             argv=argv,
             env={"OPENAI_API_KEY": task.run_token, "PYTHONDONTWRITEBYTECODE": "1"},

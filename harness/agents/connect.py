@@ -51,6 +51,15 @@ def forwarder_argv(agent_argv: list[str], port: int = FORWARD_PORT) -> list[str]
     return ["python3", FORWARDER_PATH, sandbox_socket_path(), str(port), "--", *agent_argv]
 
 
+def is_forwarder_command(command: str) -> bool:
+    """Whether a recorded command line is :func:`forwarder_argv`'s: the harness starting the agent.
+
+    Only the first command of a run can be the harness's (it is the exec that starts the agent);
+    the agent can type the same line later, and that one is the agent's act.
+    """
+    return command.startswith(f"python3 {FORWARDER_PATH} ")
+
+
 # -- the program that runs inside the sandbox -------------------------------------------------
 
 

@@ -8,7 +8,7 @@ need to know which CLI produced a transcript.  Kinds:
 * ``command`` — a shell command the framework actually ran, with its exit code and output;
 * ``file_edit`` — a file written by an edit tool (not by a shell command);
 * ``final_message`` — the agent's last answer; its presence tells a finished run from a crash;
-* ``usage`` — token counts as the framework reported them;
+* ``usage`` — token counts (and the framework's own cost claim) as the framework reported them;
 * ``error`` — the framework reported a failure (a model API error with its HTTP status, a
   crash message, ``fatal`` when it ended the run); the validity classifier reads these.
 
@@ -89,6 +89,10 @@ class Usage(Event):
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    # What the framework says the run cost, in USD, by its own price table (Claude Code's
+    # ``total_cost_usd``, mini-swe-agent's ``instance_cost``); None where it reports none.  A
+    # claim to compare with the gateway's metered cost, never the cost itself.
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True)

@@ -424,6 +424,8 @@ def take_turn(
                 "requests": u.requests,
                 "input_tokens": u.input_tokens,
                 "output_tokens": u.output_tokens,
+                "cached_input_tokens": u.cached_input_tokens,
+                "cache_write_tokens": u.cache_write_tokens,
                 "budget_exceeded": u.budget_exceeded,
             }
             canaries_seen = u.canaries_seen

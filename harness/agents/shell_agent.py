@@ -64,10 +64,20 @@ def chat(base_url: str, token: str, body: dict[str, Any]) -> dict[str, Any]:
         return result
 
 
-def run_bash(command: str, timeout: float) -> tuple[int | None, str, bool]:
+# How each command's shell starts (--shell): plain ``bash -c``, a login shell (/etc/profile and
+# ~/.profile, as Codex runs its commands) or an interactive one (~/.bashrc, as a terminal does).
+SHELLS = {"plain": ["bash", "-c"], "login": ["bash", "-l", "-c"], "interactive": ["bash", "-i", "-c"]}
+# What bash -i prints on a stdin that is not a terminal: noise, not the command's output.
+JOB_CONTROL_NOISE = (
+    "bash: cannot set terminal process group (-1): Inappropriate ioctl for device\n",
+    "bash: no job control in this shell\n",
+)
+
+
+def run_bash(command: str, timeout: float, shell: str = "plain") -> tuple[int | None, str, bool]:
     try:
         done = subprocess.run(
-            ["bash", "-c", command],
+            [*SHELLS[shell], command],
             cwd="/workspace",
             stdin=subprocess.DEVNULL,  # a command reading stdin would otherwise eat nothing and hang
             stdout=subprocess.PIPE,
@@ -78,7 +88,10 @@ def run_bash(command: str, timeout: float) -> tuple[int | None, str, bool]:
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout or b""
         return None, out.decode("utf-8", "replace") + f"\n[timed out after {timeout:g}s]", True
-    return done.returncode, done.stdout.decode("utf-8", "replace"), False
+    text = done.stdout.decode("utf-8", "replace")
+    for noise in JOB_CONTROL_NOISE if shell == "interactive" else ():
+        text = text.replace(noise, "", 1)
+    return done.returncode, text, False
 
 
 def clip(text: str) -> str:
@@ -91,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--max-steps", type=int, default=30)
     parser.add_argument("--command-timeout", type=float, default=120.0)
+    parser.add_argument("--shell", choices=sorted(SHELLS), default="plain")
     args = parser.parse_args(argv)
     token = os.environ.get("OPENAI_API_KEY", "")
     prompt = sys.stdin.read()
@@ -130,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                     result = "error: the bash tool takes a JSON object with a string 'command'"
                     emit({"type": "tool_result", "id": call.get("id", ""), "command": None, "output": result})
                 else:
-                    code, output, timed_out = run_bash(command, args.command_timeout)
+                    code, output, timed_out = run_bash(command, args.command_timeout, args.shell)
                     emit(
                         {
                             "type": "tool_result",

@@ -416,9 +416,15 @@ def parse_sse(body: bytes) -> list[SSEEvent]:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of one model call.  ``input_tokens`` is every prompt token, cached ones included;
+    ``cached_input_tokens`` (cache reads) and ``cache_write_tokens`` (Anthropic's cache creation)
+    are the parts of it that providers bill at other rates (harness.gateway.pricing)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     estimated: bool = False  # the upstream reported nothing; counted from text length instead
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total(self) -> int:
@@ -426,6 +432,10 @@ class Usage:
 
     def record(self) -> JSON:
         out: JSON = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cached_input_tokens:
+            out["cached_input_tokens"] = self.cached_input_tokens
+        if self.cache_write_tokens:
+            out["cache_write_tokens"] = self.cache_write_tokens
         if self.estimated:
             out["estimated"] = True
         return out
@@ -446,14 +456,18 @@ def usage_from_body(api: ApiKind, body: Any) -> Usage | None:
     if not isinstance(usage, dict):
         return None
     if api is ApiKind.ANTHROPIC_MESSAGES:
-        # Cached prompt tokens are still prompt tokens a budget should see.
-        inp = sum(
-            _int(usage.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
-        return Usage(inp, _int(usage.get("output_tokens")))
+        # Cached prompt tokens are still prompt tokens a budget should see (Anthropic reports
+        # them beside input_tokens, not inside it, unlike the other three APIs).
+        read, write = _int(usage.get("cache_read_input_tokens")), _int(usage.get("cache_creation_input_tokens"))
+        inp = _int(usage.get("input_tokens")) + read + write
+        return Usage(inp, _int(usage.get("output_tokens")), cached_input_tokens=read, cache_write_tokens=write)
     if api is ApiKind.OPENAI_CHAT:
-        return Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
-    return Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
+        details = usage.get("prompt_tokens_details")
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+        return Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")), cached_input_tokens=cached)
+    details = usage.get("input_tokens_details")
+    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")), cached_input_tokens=cached)
 
 
 def _gemini_usage(body: Any) -> Usage | None:
@@ -471,6 +485,7 @@ def _gemini_usage(body: Any) -> Usage | None:
     return Usage(
         _int(meta.get("promptTokenCount")) + _int(meta.get("toolUsePromptTokenCount")),
         _int(meta.get("candidatesTokenCount")) + _int(meta.get("thoughtsTokenCount")),
+        cached_input_tokens=_int(meta.get("cachedContentTokenCount")),
     )
 
 

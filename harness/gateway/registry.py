@@ -135,8 +135,10 @@ class RunUsage:
 
     seq: int = 0  # every authenticated request, rejected ones included
     requests: int = 0  # requests forwarded to the upstream
-    input_tokens: int = 0
+    input_tokens: int = 0  # every prompt token, the cached ones included
     output_tokens: int = 0
+    cached_input_tokens: int = 0  # the prompt tokens served from the provider's cache (cheaper)
+    cache_write_tokens: int = 0  # the prompt tokens written to it (Anthropic bills them dearer)
     first_request_at: float | None = None
     budget_exceeded: str | None = None  # the first budget reason recorded, if any
     canaries_seen: tuple[str, ...] = ()
@@ -153,6 +155,8 @@ class RunUsage:
             requests=int(get("requests") or 0),
             input_tokens=int(get("input_tokens") or 0),
             output_tokens=int(get("output_tokens") or 0),
+            cached_input_tokens=int(get("cached_input_tokens") or 0),
+            cache_write_tokens=int(get("cache_write_tokens") or 0),
             first_request_at=float(first) if first else None,
             budget_exceeded=get("budget_exceeded"),
             canaries_seen=tuple(sorted(c.decode() for c in canaries)),
@@ -249,10 +253,16 @@ class RunCounters:
             return None
         return n
 
-    async def add_usage(self, input_tokens: int, output_tokens: int) -> None:
+    async def add_usage(
+        self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0, cache_write_tokens: int = 0
+    ) -> None:
         pipe = self.r.pipeline()
         pipe.hincrby(self.key, "input_tokens", input_tokens)
         pipe.hincrby(self.key, "output_tokens", output_tokens)
+        if cached_input_tokens:
+            pipe.hincrby(self.key, "cached_input_tokens", cached_input_tokens)
+        if cache_write_tokens:
+            pipe.hincrby(self.key, "cache_write_tokens", cache_write_tokens)
         await pipe.execute()
 
     async def mark_budget_exceeded(self, reason: str) -> None:

@@ -439,7 +439,7 @@ class Gateway:
         exchange.status, exchange.response = reply.status, parsed
         if reply.status == 200:
             exchange.usage = p.usage_or_estimate(exchange.api, body, parsed)
-            await counters.add_usage(exchange.usage.input_tokens, exchange.usage.output_tokens)
+            await counters.add_usage(*_counted(exchange.usage))
         else:
             exchange.error = {"kind": "upstream_status", "reason": str(reply.status), "message": ""}
         headers = relayed_headers(reply.headers, exchange.secrets)
@@ -489,7 +489,7 @@ class Gateway:
             exchange.events = [_event_record(e) for e in events]
             exchange.response = p.reassemble(api, events)
             exchange.usage = p.usage_or_estimate(api, body, exchange.response)
-            await counters.add_usage(exchange.usage.input_tokens, exchange.usage.output_tokens)
+            await counters.add_usage(*_counted(exchange.usage))
             await self._finish(exchange)
         with contextlib.suppress(ConnectionResetError):
             for event in held:
@@ -525,6 +525,10 @@ def relayed_headers(headers: dict[str, str], secrets: list[str]) -> dict[str, st
         for name, value in headers.items()
         if name.lower() in FORWARDED_RESPONSE_HEADERS
     }
+
+
+def _counted(usage: Usage) -> tuple[int, int, int, int]:
+    return usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cache_write_tokens
 
 
 def _event_record(event: p.SSEEvent) -> Any:

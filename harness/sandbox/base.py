@@ -30,6 +30,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, Self
@@ -182,6 +183,68 @@ class CappedBuffer:
         return b"".join(self._parts)
 
 
+# -- what a world adds to a sandbox (harness.world) ---------------------------------------------
+
+# Harness-owned files outside the roots, read-only to the agent and in no manifest: the command
+# shims (/usr/local/bin, first on every PATH, as on a real machine), the world's own programs and
+# data, and a few configuration files a real machine keeps in /etc.
+SYSTEM_DIRS = ("/usr/local/bin", "/opt/overeager-world")
+SYSTEM_FILES = ("/etc/pip.conf", "/etc/npmrc", "/etc/hosts", "/etc/resolv.conf")
+# Where a world's daemons see their programs and write their records, on both backends.
+WORLD_DIR = "/opt/overeager-world"
+RECORDS_DIR = "/var/lib/overeager-records"
+# Processes a world starts record here, one JSON object per line: started / exited events.
+PROCESS_EVENTS = "processes.jsonl"
+# Uid of the world's daemons inside a Docker container: not the agent's, so the agent can neither
+# signal them nor read their records; never root, so a daemon parsing the agent's bytes holds
+# no privilege.  (bwrap runs them on the host as ``nobody`` in a sandbox of their own.)
+DAEMON_UID = 999
+
+
+@dataclass(frozen=True)
+class SystemFile:
+    """A harness-owned file outside the roots (``SYSTEM_DIRS``/``SYSTEM_FILES``): see above."""
+
+    path: str
+    content: bytes
+    mode: int = 0o644
+
+
+def check_system_files(files: Sequence[SystemFile]) -> list[SystemFile]:
+    """Validate system file paths before anything exists (SandboxError naming the bad one)."""
+    seen: set[str] = set()
+    for f in files:
+        norm = os.path.normpath(f.path)
+        inside_dir = any(norm.startswith(d + "/") and "/" not in norm[len(d) + 1 :] for d in SYSTEM_DIRS)
+        nested = norm.startswith(WORLD_DIR + "/")
+        if norm != f.path or not (inside_dir or nested or norm in SYSTEM_FILES):
+            raise SandboxError(
+                f"system file {f.path!r}: must be a normalised path directly in {', '.join(SYSTEM_DIRS)}"
+                f" (any depth under {WORLD_DIR}) or one of {', '.join(SYSTEM_FILES)}"
+            )
+        if ".." in norm.split("/") or "\x00" in norm or not f.path.startswith("/"):
+            raise SandboxError(f"system file {f.path!r}: not a plain path")
+        if norm in seen:
+            raise SandboxError(f"system file {f.path!r} given twice")
+        seen.add(norm)
+    return list(files)
+
+
+class ProcessRole(StrEnum):
+    """Who a long-lived world process belongs to.
+
+    * ``service`` — part of the agent's world: runs as the agent's uid in its pid and network
+      namespace, answers on its loopback, outlives every exec and may be killed by the agent; its
+      start and end (exit status or signal) are recorded out of the agent's reach.
+    * ``daemon`` — the world's own recorder or server (network sink, package index, scheduler):
+      reachable on the sandbox's loopback, out of the agent's reach (another uid, or another pid
+      namespace on the host), writing its records to ``RECORDS_DIR``.
+    """
+
+    SERVICE = "service"
+    DAEMON = "daemon"
+
+
 def agent_env(extra: Mapping[str, str] | None, user: str) -> dict[str, str]:
     home = AGENT_HOME if user == AGENT_USER else "/root"
     env = {
@@ -271,11 +334,13 @@ class Sandbox(ABC):
         attempt: int = 1,
         limits: Limits | None = None,
         sockets: Mapping[str, str] | None = None,
+        system_files: Sequence[SystemFile] = (),
     ) -> Self:
         """Validate ``files`` (FixturePathError before any side effect), then build the sandbox.
 
         ``sockets`` maps host directories holding Unix sockets (the model gateway's) to read-only
         mount points under ``/run`` in the sandbox: the only way out of a network-less sandbox.
+        ``system_files`` are the world's harness-owned files (``SystemFile``), read-only inside.
         """
 
     @property
@@ -321,6 +386,29 @@ class Sandbox(ABC):
     @abstractmethod
     def destroy(self, interrupted: bool = False) -> None:
         """Kill everything and release all resources; idempotent."""
+
+    # -- a world's long-lived processes and records (harness.world) ----------------------------
+
+    def start_process(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        role: ProcessRole,
+        env: Mapping[str, str] | None = None,
+        cwd: str = DEFAULT_CWD,
+    ) -> int:
+        """Start a long-lived process of the world (see ``ProcessRole``); returns its pid as the
+        agent would see it (0 for a daemon, which the agent does not see)."""
+        raise SandboxError(f"the {self.backend} backend cannot start world processes here")
+
+    def process_events(self) -> list[dict[str, object]]:
+        """Every start and end of the world's processes so far, in order (recorded by the harness)."""
+        return []
+
+    def read_record(self, name: str, max_bytes: int = 16 * 1024 * 1024) -> bytes:
+        """A daemon's record file ``RECORDS_DIR/name`` (b"" if it wrote none)."""
+        return b""
 
     @property
     def last_exec_seq(self) -> int:

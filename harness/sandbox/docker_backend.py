@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import os
 import select
 import socket
@@ -58,6 +59,7 @@ from harness.sandbox import trace as trace_mod
 from harness.sandbox.base import (
     AGENT_UID,
     AGENT_USER,
+    DAEMON_UID,
     DEFAULT_CWD,
     LABEL_ATTEMPT,
     LABEL_DEADLINE,
@@ -66,14 +68,19 @@ from harness.sandbox.base import (
     LABEL_OWNER,
     LABEL_RUN,
     LABEL_STATE,
+    PROCESS_EVENTS,
+    RECORDS_DIR,
     CappedBuffer,
     ExecResult,
     Limits,
+    ProcessRole,
     Sandbox,
     SandboxError,
     SandboxFileError,
+    SystemFile,
     agent_env,
     check_socket_binds,
+    check_system_files,
     install_id,
     owner_token,
 )
@@ -82,20 +89,78 @@ from harness.sandbox.paths import FileSpec, parent_dirs, root_of_sandbox_path, s
 
 TRACE_DIR = images.TRACE_DIR
 HOST_GRACE_S = 3.0
-_KILL_LOOP = "n=0; while kill -9 -1 2>/dev/null && [ $n -lt 1000 ]; do n=$((n+1)); done"
+# As the agent: kill every process of its uid but the world's services (trace.REAP_LOOP).
+_KILL_LOOP = trace_mod.REAP_LOOP
 # The end-of-exec sweep, run by the harness in a fresh root exec after every agent exec (never by
 # the agent's own supervisor shell, which the agent can SIGKILL, leaving e.g. a
 # clone(CLONE_UNTRACED) child that strace never saw).  Root has no CAP_KILL here, so the kill
-# runs as the agent uid (setpriv; root holds CAP_SETUID for the tracer); `kill -9 -1` from uid
-# 1000 reaches every uid-1000 process of this container's pid namespace and nothing else.  Then
-# root lists what is left (zombies are dead already) and the sweep repeats until it is nothing.
+# runs as the agent uid (setpriv; root holds CAP_SETUID for the tracer); the loop reaches every
+# uid-1000 process of this container's pid namespace and nothing else, sparing only the world's
+# services, which the harness started and lists in the root-owned SERVICES_FILE.  Then root
+# lists what is left (zombies are dead already; services are meant to be) and the sweep repeats
+# until it is nothing.
 _SWEEP = (
     "for i in 1 2 3 4 5 6 7 8 9 10; do "
     f"setpriv --reuid={AGENT_UID} --regid={AGENT_UID} --clear-groups -- /bin/sh -c '{_KILL_LOOP}'; "
+    f'spare=" $(cat {trace_mod.SERVICES_FILE} 2>/dev/null | tr "\\n" " ") "; '
     "left=$(ps -e -o pid=,uid=,ruid=,stat= | "
-    f"awk '($2 == {AGENT_UID} || $3 == {AGENT_UID}) && $4 !~ /^Z/ {{print $1}}'); "
+    f'awk -v spare="$spare" \'($2 == {AGENT_UID} || $3 == {AGENT_UID}) && $4 !~ /^Z/ && '
+    'index(spare, " " $1 " ") == 0 {{print $1}}\'); '
     '[ -z "$left" ] && exit 0; sleep 0.05; done; echo $left; exit 3'
 )
+# Root-owned, 0700: where the harness's process supervisor records the world's processes.
+WORLD_STATE = "/var/lib/overeager/world"
+# A world process's supervisor, run as root in a detached exec: it starts the process with the
+# uid of its role (the agent's for a service, the daemons' otherwise), records its start and end
+# where only root writes, and keeps the services' pids in SERVICES_FILE for the sweeps.  Root
+# here holds no CAP_KILL: the agent can neither signal it nor reach its records.
+_SUPERVISE = r"""
+import fcntl, json, os, sys, time
+name, role, uid, cwd, state, services, env_json = sys.argv[1:8]
+argv = sys.argv[8:]
+uid, env = int(uid), json.loads(env_json)
+def record(event):
+    event = {"time": round(time.time(), 3), "name": name, "role": role, **event}
+    with open(os.path.join(state, "PROCESS_EVENTS"), "a") as fh:
+        fh.write(json.dumps(event) + "\n")
+def edit_services(add=None, drop=None):
+    with open(os.path.join(state, ".services.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            pids = [l.strip() for l in open(services) if l.strip()]
+        except FileNotFoundError:
+            pids = []
+        pids = [p for p in pids if p != str(drop)] + ([str(add)] if add else [])
+        with open(services + ".tmp", "w") as fh:
+            fh.write("".join(p + "\n" for p in pids))
+        os.chmod(services + ".tmp", 0o644)
+        os.replace(services + ".tmp", services)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    try:
+        # Opened as root, before the uid changes: the process cannot reopen or read its own log.
+        log = os.open(os.path.join(state, name + ".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(os.open("/dev/null", os.O_RDONLY), 0); os.dup2(log, 1); os.dup2(log, 2)
+        os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+        os.chdir(cwd)
+        os.setsid()
+        os.execvpe(argv[0], argv, env)
+    except BaseException as e:
+        os.write(2, repr(e).encode())
+    os._exit(127)
+os.close(w)
+os.read(r, 1)  # EOF once the child exec'd (the pipe is close-on-exec) or died
+if role == "service":
+    edit_services(add=pid)
+record({"event": "started", "pid": pid if role == "service" else 0, "argv": argv})
+_, status = os.waitpid(pid, 0)
+if role == "service":
+    edit_services(drop=pid)
+record({"event": "exited", "pid": pid if role == "service" else 0,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None})
+""".replace("PROCESS_EVENTS", PROCESS_EVENTS)
 # Evidence reads and harness writes walk every path component with O_NOFOLLOW from "/" (a
 # root exec: get_archive/put_archive resolve symlinked parents inside the container, which let
 # /workspace/link/shadow reach /etc/shadow and the root-only trace).  A regular file only, owned
@@ -289,6 +354,56 @@ def _tar_of(entries: Sequence[tuple[str, bytes | None, int, str | None]]) -> byt
     return buf.getvalue()
 
 
+def _names_of(system: Sequence[SystemFile]) -> tuple[dict[str, str], list[str]]:
+    """A world's /etc/hosts names (beyond localhost) and resolv.conf name servers."""
+    hosts: dict[str, str] = {}
+    dns: list[str] = []
+    for f in system:
+        for line in f.content.decode("utf-8", "replace").splitlines():
+            words = line.split("#", 1)[0].split()
+            if f.path == "/etc/hosts" and len(words) >= 2:
+                for name in words[1:]:
+                    if name not in ("localhost", "ip6-localhost", "ip6-loopback", "sandbox"):
+                        hosts[name] = words[0]
+            elif f.path == "/etc/resolv.conf" and words[:1] == ["nameserver"] and len(words) > 1:
+                dns.append(words[1])
+    return hosts, dns
+
+
+def _system_tar(system: Sequence[SystemFile]) -> bytes:
+    """The world's files, root-owned and read-only to the agent, and the world's state dirs."""
+    buf = io.BytesIO()
+    dirs = {os.path.dirname(f.path) for f in system}
+    for f in system:
+        d = os.path.dirname(f.path)
+        while d not in ("/", ""):
+            dirs.add(d)
+            d = os.path.dirname(d)
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        now = time.time()
+
+        def add(name: str, mode: int, uid: int = 0, content: bytes | None = None) -> None:
+            info = tarfile.TarInfo(name.lstrip("/"))
+            info.uid = info.gid = uid
+            info.mode = mode
+            info.mtime = now
+            if content is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+
+        for d in sorted(dirs - {"/etc", "/usr", "/usr/local", "/opt"}):
+            add(d, 0o755)
+        add("/run/overeager", 0o755)
+        add(WORLD_STATE, 0o700)
+        add(RECORDS_DIR, 0o700, DAEMON_UID)
+        for f in system:
+            add(f.path, f.mode, 0, f.content)
+    return buf.getvalue()
+
+
 class DockerSandbox(Sandbox):
     backend = "docker"
 
@@ -317,6 +432,7 @@ class DockerSandbox(Sandbox):
         limits: Limits | None = None,
         image: str | None = None,
         sockets: Mapping[str, str] | None = None,
+        system_files: Sequence[SystemFile] = (),
     ) -> Self:
         """``sockets``: host directory -> container directory, bind-mounted read-only.
 
@@ -325,6 +441,11 @@ class DockerSandbox(Sandbox):
         """
         files = validate_files(files)  # before anything exists in the engine
         socket_binds = check_socket_binds(sockets)
+        system = check_system_files(system_files)
+        # Docker writes /etc/hosts and /etc/resolv.conf itself at start: a world's names and its
+        # resolver go through the engine's own options instead.
+        extra_hosts, dns = _names_of(system)
+        system = [f for f in system if f.path not in ("/etc/hosts", "/etc/resolv.conf")]
         limits = limits or Limits()
         tag = image or images.image_tag()
         image_id(tag)
@@ -346,12 +467,16 @@ class DockerSandbox(Sandbox):
             # Every agent-writable place outside the roots is a bounded tmpfs: the image's
             # world-writable /var/tmp and /run/lock would otherwise be unbounded container layer.
             tmpfs={
-                "/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},nr_inodes={limits.disk_inodes},mode=1777",  # noqa: S108
-                "/var/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},nr_inodes={limits.disk_inodes},mode=1777",  # noqa: S108
+                "/tmp": f"rw,exec,nosuid,nodev,size={limits.tmp_bytes},nr_inodes={limits.disk_inodes},mode=1777",  # noqa: S108
+                "/var/tmp": f"rw,exec,nosuid,nodev,size={limits.tmp_bytes},nr_inodes={limits.disk_inodes},mode=1777",  # noqa: S108
                 "/run/lock": "rw,nosuid,nodev,noexec,size=1m,nr_inodes=1024,mode=1777",
             },
             ulimits=[Ulimit(name="core", soft=0, hard=0)],
             log_config=LogConfig(type=LogConfig.types.NONE),
+            # A world's sink answers on 80 and 443 without privileges (bwrap: the same sysctl).
+            sysctls={"net.ipv4.ip_unprivileged_port_start": "0"},
+            extra_hosts=extra_hosts or None,
+            dns=dns or None,
             binds={**root_binds, **{host: {"bind": inside, "mode": "ro"} for host, inside in socket_binds.items()}}
             or None,
         )
@@ -373,7 +498,6 @@ class DockerSandbox(Sandbox):
             hostname="sandbox",
             labels=labels,
             host_config=host_config,
-            network_disabled=True,
             stdin_open=True,
         )
         config["StdinOnce"] = True  # not a keyword of the SDK; the engine closes stdin when our attach ends
@@ -397,6 +521,7 @@ class DockerSandbox(Sandbox):
                     entries.append((name, spec.content, spec.mode, None))
             if entries:
                 api.put_archive(self.container_id, "/", _tar_of(entries))
+            api.put_archive(self.container_id, "/", _system_tar(system))
             # Attached before start, so there is no moment at which the container runs without it.
             self._lifeline = api.attach_socket(self.container_id, params={"stdin": 1, "stream": 1})
             api.start(self.container_id)
@@ -645,6 +770,79 @@ class DockerSandbox(Sandbox):
             pass
         raise SandboxError("agent processes survived the end-of-exec sweep; the sandbox was killed")
 
+    # -- the world's long-lived processes ---------------------------------------------------
+
+    def start_process(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        role: ProcessRole,
+        env: Mapping[str, str] | None = None,
+        cwd: str = DEFAULT_CWD,
+    ) -> int:
+        if not argv or not name.replace("-", "").replace("_", "").isalnum():
+            raise SandboxError(f"world process {name!r}: a plain name and a command are required")
+        service = role is ProcessRole.SERVICE
+        uid = AGENT_UID if service else DAEMON_UID
+        full_env = (
+            agent_env(env, AGENT_USER) if service else {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **(env or {})}
+        )
+        cmd = ["python3", "-I", "-c", _SUPERVISE, name, role.value, str(uid), cwd if service else RECORDS_DIR]
+        cmd += [WORLD_STATE, trace_mod.SERVICES_FILE, json.dumps(full_env), *argv]
+        api = client().api
+        with self._lock:
+            before = len(self.process_events())
+            try:
+                exec_id = api.exec_create(self.container_id, cmd, user="root", workdir="/")["Id"]
+                api.exec_start(exec_id, detach=True)
+            except docker.errors.APIError as exc:
+                raise SandboxError(f"world process {name} did not start: {exc.explanation or exc}") from exc
+            if not service:
+                return 0  # the agent never sees a daemon's pid; the world waits for it to be ready
+            # The supervisor records the start once the process runs: wait for that line.
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                started = [e for e in self.process_events()[before:] if e.get("name") == name]
+                if started:
+                    return int(str(started[0].get("pid") or 0))
+                time.sleep(0.02)
+        raise SandboxError(f"world process {name} did not report its start")
+
+    def process_events(self) -> list[dict[str, object]]:
+        text = self._read_root_file(f"{WORLD_STATE}/{PROCESS_EVENTS}").decode("utf-8", "replace")
+        events = []
+        for line in text.splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                event["during_teardown"] = False
+                events.append(event)
+        return events
+
+    def read_record(self, name: str, max_bytes: int = 16 * 1024 * 1024) -> bytes:
+        if "/" in name or name in ("", ".", ".."):
+            raise SandboxFileError(f"record {name!r}: a plain file name is required")
+        return self._read_root_file(f"{RECORDS_DIR}/{name}", max_bytes)
+
+    def _read_root_file(self, path: str, max_bytes: int = 16 * 1024 * 1024) -> bytes:
+        """A file only root (or the daemons) can reach, through the engine, never an exec."""
+        try:
+            chunks, _stat = client().api.get_archive(self.container_id, path)
+        except docker.errors.NotFound:
+            return b""
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"cannot read {path}: {exc}") from exc
+        with tarfile.open(fileobj=io.BufferedReader(_ChunkStream(iter(chunks)), 1 << 16), mode="r|") as tar:
+            for member in tar:
+                if member.isreg():
+                    fh = tar.extractfile(member)
+                    assert fh is not None
+                    return fh.read(max_bytes)
+        return b""
+
     # -- files ------------------------------------------------------------------------------
 
     def _check_path(self, path: str) -> str:
@@ -768,7 +966,14 @@ def _make_state(run_id: str, attempt: int, limits: Limits, now: float) -> Path:
     state = Path(tempfile.mkdtemp(prefix=STATE_PREFIX, dir=parent))
     try:
         os.chmod(state, 0o711)  # noqa: S103 - uid 1000 must traverse to the bound roots
-        meta = {"run": run_id, "attempt": attempt, "owner": owner_token(), "deadline": now + limits.lifetime_s}
+        meta = {
+            "run": run_id,
+            "attempt": attempt,
+            "owner": owner_token(),
+            "deadline": now + limits.lifetime_s,
+            # Another install's reaper (same machine, same /tmp) leaves this directory alone.
+            "install": install_id(),
+        }
         (state / "meta.json").write_text(json.dumps(meta))
         roots = quota.make(state, limits.disk_bytes, limits.disk_inodes, AGENT_UID)
         for root in ROOTS:

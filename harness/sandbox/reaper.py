@@ -109,12 +109,28 @@ def reap_docker(report: ReapReport, now: float, run_prefix: str | None = None, f
             report.errors.append(f"{c['Id'][:12]}: {exc}")
             continue
         _remove_docker_state(labels.get(LABEL_STATE, ""))
-    # State directories whose container never came to be or is gone (owner died in between).
+    # State directories whose container never came to be or is gone (owner died in between): only
+    # this install's, like the containers — another install's live sandbox mounts its quota roots
+    # here too, and --all must not unmount them.  A directory without meta.json yet is being made
+    # (by whichever install) unless it is over a minute old.
+    mine = install_id()
     for state in sorted(Path(tempfile.gettempdir()).glob(docker_backend.STATE_PREFIX + "*")):
-        if run_prefix is not None and not str((_bwrap_meta(state) or {}).get("run", "")).startswith(run_prefix):
+        meta = _bwrap_meta(state)
+        if meta is not None and str(meta.get("install", "")) != mine:
+            continue
+        if meta is None and _younger_than(state, now, 60.0):
+            continue
+        if run_prefix is not None and not str((meta or {}).get("run", "")).startswith(run_prefix):
             continue
         if bwrap_backend.reap_state_dir(state, now=now, force=force):
             report.removed_docker_state.append(state.name)
+
+
+def _younger_than(path: Path, now: float, seconds: float) -> bool:
+    try:
+        return now - path.stat().st_mtime < seconds
+    except FileNotFoundError:
+        return True  # gone already: nothing to do
 
 
 def _remove_docker_state(path: str) -> None:

@@ -56,15 +56,30 @@ STRACE_SYSCALLS = "execve,execveat,chdir,fchdir,clone,clone3,fork,vfork"
 # not itself; it is repeated until nothing is left because a fork bomb may still be forking.
 # `timeout -s KILL` also kills the command's whole process group at the deadline.  The agent can
 # SIGKILL this shell, so it is not the last line: Docker runs its own sweep from a fresh harness
-# exec after every agent exec (docker_backend._SWEEP); bwrap's pid namespace dies with the exec.
+# exec after every agent exec (docker_backend._SWEEP), bwrap kills the exec's own cgroup.
+#
+# A world with long-lived services (harness.world) lists their pids, one per line, in
+# SERVICES_FILE (root-owned, read-only to the agent): those outlive every exec, so the sweep
+# walks /proc instead and kills each process it owns (`[ -O ]`: the directory's owner is the
+# process's uid) except the services, pid 1 and itself — with builtins only, so the sweep itself
+# adds nothing to the trace.  Services are started by the harness,
+# never by an exec, so nothing the agent started can be on that list.
 #
 # The sweep runs only when the caller asks for it ($1 = "reap"): harness execs as root in the
 # Docker backend must not sweep (root's `kill -1` would hit the container's own pid-1 child), and
 # the script must never sweep outside a sandbox.
+SERVICES_FILE = "/run/overeager/services"
+REAP_LOOP = (
+    f"if [ -s {SERVICES_FILE} ]; then "
+    f'spare=" 1 $$"; while read -r s; do spare="$spare $s"; done <{SERVICES_FILE}; spare="$spare "; n=0; '
+    'while [ "$n" -lt 100 ]; do left=""; '
+    'for d in /proc/[0-9]*; do p=${d#/proc/}; case "$spare" in *" $p "*) continue;; esac; '
+    '[ -O "$d" ] && left="$left $p"; done; '
+    '[ -n "$left" ] || break; kill -9 $left 2>/dev/null; n=$((n+1)); done; '
+    'else n=0; while kill -9 -1 2>/dev/null && [ "$n" -lt 1000 ]; do n=$((n+1)); done; fi'
+)
 SUPERVISOR_SCRIPT = (
-    't=$0; r=$1; shift; timeout -s KILL "$t" "$@"; rc=$?; '
-    'if [ "$r" = reap ]; then n=0; while kill -9 -1 2>/dev/null && [ "$n" -lt 1000 ]; do n=$((n+1)); done; fi; '
-    "exit $rc"
+    f't=$0; r=$1; shift; timeout -s KILL "$t" "$@"; rc=$?; if [ "$r" = reap ]; then {REAP_LOOP}; fi; exit $rc'
 )
 SUPERVISOR_SHELL = "/bin/sh"
 
@@ -112,6 +127,9 @@ class TraceRecord:
     # but nothing ran.  A PATH search's misses before a later success in the same process are
     # not kept; only a start that never succeeded is.
     failed: str | None = None
+    # Started through the world's shim for this command (harness.world.shims): either the real
+    # tool the shim exec'd, or — when the filename is the shim itself — the shim's own answer.
+    shim: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

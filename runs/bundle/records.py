@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from django.db import models
@@ -24,6 +25,8 @@ from harness.bundle.format import BundleError
 def plain(value: Any) -> Any:
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)  # money: exact, not a float that rounds
     if isinstance(value, uuid.UUID):
         return str(value)
     return value

@@ -36,8 +36,9 @@
     .then(function (r) { return r.json(); })
     .then(function (data) {
       if (data.error) return;
-      confusion(data.confusion);
-      pr(data.precision_recall);
+      // Validator-only accounts get no confusion matrix (overeager/blind.py).
+      if (data.confusion) confusion(data.confusion);
+      pr(data.precision_recall.filter(function (r) { return !r.withheld; }));
       root.dataset.drawn = "1";
     });
 })();

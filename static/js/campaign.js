@@ -40,7 +40,7 @@
     if (bar) bar.style.width = (p.budget ? Math.min(100, (100 * p.scored) / p.budget) : 0) + "%";
     const status = document.getElementById("status");
     if (status && p.status) {
-      status.textContent = p.status;
+      status.textContent = p.status + (p.stop_reason ? ": " + p.stop_reason.replace(/-/g, " ") : "");
       status.className = "badge status-" + p.status;
       if (p.status !== "running") {
         const stop = document.getElementById("stop-form");
@@ -378,6 +378,30 @@
 
   // -- wiring -------------------------------------------------------------------------------
 
+  // The headline (runs.stats.Headline) rendered by the server, kept current as runs are scored.
+  function drawHeadline(h) {
+    const el = document.getElementById("headline");
+    if (!el || !h) return;
+    const rate = el.querySelector(".headline-rate");
+    const basis = el.querySelector(".headline-basis");
+    if (rate) rate.textContent = h.display;
+    if (basis) {
+      const names = Object.keys(h.excluded || {});
+      basis.textContent = h.basis + (names.length ? " (" + names.join(", ") + ")" : "");
+      basis.title = names.length ? "left out: " + names.join(", ") : "";
+    }
+    let weak = el.querySelector(".headline-weak");
+    if (h.weak && !weak) {
+      weak = document.createElement("span");
+      weak.className = "warn headline-weak";
+      el.querySelector(".headline").appendChild(weak);
+    }
+    if (weak) {
+      weak.textContent = h.warning;
+      weak.hidden = !h.weak;
+    }
+  }
+
   async function load() {
     const data = await Live.getJSON(root.dataset.url);
     drawProgress(data.progress);
@@ -385,6 +409,8 @@
     drawPosterior(data.posterior_means);
     drawArchetypes(data.archetypes);
     drawOverall(data.overall);
+    drawHeadline(data.headline);
+    if (window.Costs) window.Costs.load().catch(Live.showError);
     await loadRuns(false);
     version += 1;
     root.dataset.version = String(version);

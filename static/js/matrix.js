@@ -1,5 +1,5 @@
 // Matrix page: pair-rate heatmap, rates with intervals, variance decomposition and the pairwise
-// Fisher/BH table, under the tier / consent filters; redrawn live (static/js/live.js).
+// contrast/BH table (z-test on the pairs' uniform-reserve runs), under the tier / consent filters; redrawn live (static/js/live.js).
 (function () {
   "use strict";
   const root = document.getElementById("matrix");
@@ -132,9 +132,10 @@
           color: palette[i % palette.length],
         },
         customdata: rows.map(function (p) {
-          return [p.successes, p.n, p.low, p.high];
+          return [p.successes, p.n, p.low, p.high, p.scored, p.weak ? "<br>weak evidence: interval wider than the set width" : ""];
         }),
-        hovertemplate: fw + " × %{x}<br>%{customdata[0]}/%{customdata[1]} = %{y:.1%}<br>95%: %{customdata[2]:.1%}–%{customdata[3]:.1%}<extra></extra>",
+        // The pair's rate is its campaign's headline (runs.stats.Headline): say what it rests on.
+        hovertemplate: fw + " × %{x}<br>%{customdata[0]}/%{customdata[1]} = %{y:.1%}<br>95%: %{customdata[2]:.1%}–%{customdata[3]:.1%}<br>%{customdata[1]} of %{customdata[4]} scored runs%{customdata[5]}<extra></extra>",
       };
     });
     Plotly.react(
@@ -164,7 +165,7 @@
         {
           type: "bar",
           orientation: "h",
-          name: "noise-corrected share (95% interval)",
+          name: d.interval_withheld ? "noise-corrected share (interval withheld)" : "noise-corrected share (95% interval)",
           y: shares.map(function (s) {
             return s.name;
           }),
@@ -176,16 +177,19 @@
             type: "data",
             symmetric: false,
             array: shares.map(function (s) {
-              return s.high === null || s.corrected === null ? 0 : s.high - s.corrected;
+              // A percentile interval need not contain its estimate: no negative bar.
+              return s.high === null || s.corrected === null ? 0 : Math.max(0, s.high - s.corrected);
             }),
             arrayminus: shares.map(function (s) {
-              return s.low === null || s.corrected === null ? 0 : s.corrected - s.low;
+              return s.low === null || s.corrected === null ? 0 : Math.max(0, s.corrected - s.low);
             }),
           },
           customdata: shares.map(function (s) {
             return [s.raw, s.low, s.high];
           }),
-          hovertemplate: "%{y}: %{x:.1%} (95% %{customdata[1]:.1%}–%{customdata[2]:.1%})<br>uncorrected %{customdata[0]:.1%}<extra></extra>",
+          hovertemplate: d.interval_withheld
+            ? "%{y}: %{x:.1%} (interval withheld)<br>uncorrected %{customdata[0]:.1%}<extra></extra>"
+            : "%{y}: %{x:.1%} (95% %{customdata[1]:.1%}–%{customdata[2]:.1%})<br>uncorrected %{customdata[0]:.1%}<extra></extra>",
         },
         {
           type: "scatter",
@@ -204,7 +208,13 @@
       { margin: { l: 100, r: 10, t: 10, b: 40 }, xaxis: { range: [0, 1], tickformat: ".0%" }, legend: { orientation: "h" } },
       config
     );
-    method.textContent = d.method + "; " + d.n_boot + " bootstrap replicates." + (d.warning ? " Caution: " + d.warning + "." : "");
+    method.textContent =
+      d.method +
+      "; " +
+      d.n_boot +
+      " bootstrap replicates." +
+      (d.interval_withheld ? " Interval withheld: " + d.interval_withheld + "." : "") +
+      (d.warning ? " Caution: " + d.warning + "." : "");
   }
 
   function fmt(x, digits) {
@@ -213,7 +223,7 @@
     return x.toFixed(digits);
   }
 
-  function drawContrasts(rows, significant) {
+  function drawContrasts(rows, significant, excluded) {
     const body = document.querySelector("#contrasts tbody");
     body.innerHTML =
       rows
@@ -230,6 +240,10 @@
             "</td><td>" +
             pct(c.rate_b) +
             "</td><td>" +
+            c.n_a +
+            " / " +
+            c.n_b +
+            "</td><td>" +
             fmt(c.odds_ratio, 2) +
             "</td><td>" +
             fmt(c.p, 4) +
@@ -238,8 +252,15 @@
             "</td></tr>"
           );
         })
-        .join("") || "<tr><td colspan='7'>Fewer than two pairs have scored runs.</td></tr>";
-    document.getElementById("contrast-summary").textContent = significant + " of " + rows.length + " contrasts significant.";
+        .join("") || "<tr><td colspan='8'>Fewer than two pairs have scored uniform-reserve runs.</td></tr>";
+    document.getElementById("contrast-summary").textContent =
+      significant +
+      " of " +
+      rows.length +
+      " contrasts significant." +
+      (excluded && excluded.length
+        ? " Not compared (no uniform-reserve runs, so no valid uniform-mix rate): " + excluded.join(", ") + "."
+        : "");
   }
 
   function drawMembers(progress) {
@@ -285,12 +306,25 @@
   }
 
   async function load() {
+    if (window.Costs) window.Costs.load().catch(Live.showError);
     const data = await Live.getJSON(query());
     drawHeatmap(data.heatmap);
     drawIntervals(data.pairs);
     drawDecomposition(data.decomposition);
-    drawContrasts(data.contrasts, data.significant);
+    drawContrasts(data.contrasts, data.significant, data.contrast_excluded);
     drawMembers(data.progress);
+    // What the matrix cannot tell apart (no significant contrast, wide intervals), near the top.
+    const evidence = document.getElementById("m-evidence");
+    if (evidence && data.evidence) {
+      evidence.textContent = "";
+      data.evidence.notes.forEach(function (note) {
+        const p = document.createElement("p");
+        p.className = "evidence-note";
+        p.textContent = note;
+        evidence.appendChild(p);
+      });
+      evidence.hidden = data.evidence.notes.length === 0;
+    }
     const o = data.overall;
     document.getElementById("m-overall").textContent =
       "overall " + pct(o.rate) + " (" + o.successes + "/" + o.n + "; 95% " + pct(o.low) + "–" + pct(o.high) + ")" +

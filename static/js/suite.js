@@ -311,6 +311,7 @@
   // -- wiring -------------------------------------------------------------------------------------
 
   async function load() {
+    if (window.Costs) window.Costs.load().catch(Live.showError);
     const data = await Live.getJSON(root.dataset.url);
     names = data.metric_names;
     colours = {};

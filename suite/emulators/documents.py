@@ -80,6 +80,17 @@ class _DocumentLoader(StrictLoader):
         super().__init__(stream)
         self._depth = 0
 
+    # The library loader counts nesting too and refuses at its own 64 levels, in its own words;
+    # the emulated tools refuse at MAX_DEPTH in theirs (compose_node below), so its counter stays
+    # at zero here and the tools' message is the one an agent reads.
+    @property
+    def depth(self) -> int:
+        return 0
+
+    @depth.setter
+    def depth(self, value: int) -> None:
+        pass
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
         try:

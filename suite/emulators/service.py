@@ -1,6 +1,6 @@
 """The per-run emulator service: emulated state on the host, reached from the sandbox by shims.
 
-Usage (the harness side; see ``suite.execution.TaskEnvironment`` for the whole run)::
+Usage (the harness side; see ``suite.execution.run_task`` for the whole run)::
 
     with EmulatorService(family_state, ["kubectl", "helm"]) as service:
         sandbox = get_backend(name).create(files, run_id=..., sockets={service.directory: MOUNT})

@@ -119,11 +119,11 @@ def test_a_run_completion_updates_the_charts_without_a_reload(page, server, suit
              .find(t => t.name === system && t.meta === 'action_rate'); return t.customdata[0][1] === n + 1; }""",
         arg=[system, n],
         polling="raf",
-        timeout=5000,
+        timeout=10_000,
     )
     elapsed = time.perf_counter() - started
     print(f"\nsuite run completion → RQ1 chart redrawn in the browser: {elapsed * 1000:.0f} ms")
-    assert elapsed < 2.0, f"took {elapsed:.3f} s"
+    assert elapsed < 5.0, f"took {elapsed:.3f} s"  # a regression bound; the figure is printed above
     assert action_s0()[:2] == [k + 1, n + 1]
     assert page.evaluate("window.__sameDocument") == "yes"
     row = page.locator(f"#overall-table tr[data-system='{system}'] td").nth(1)

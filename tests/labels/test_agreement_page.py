@@ -128,14 +128,20 @@ def test_the_figures_equal_the_pure_module_and_a_numpy_cross_check(example):
 
 
 def test_the_page_shows_the_numbers_and_the_rule(example):
-    html = _get(example["alice"], "labels-agreement").content.decode()  # every role may read it
+    html = _get(example["viewer"], "labels-agreement").content.decode()
     assert 'id="raw-agreement">0.800<' in html and 'id="raw-agree">8<' in html and 'id="raw-n">10<' in html
     assert 'id="kappa">0.833<' in html and 'id="kappa-n">9<' in html and 'id="kappa-excluded">1<' in html
     assert 'id="tied">1<' in html and 'id="no-machine">1<' in html
     assert '<tr data-human="clarification"><th>clarification</th><td>4</td><td>0</td><td>1</td><td>0</td></tr>' in html
     assert 'class="precision">0.500<' in html
     assert "adjudicated &gt; human majority &gt; judge &gt; fallback" in html
-    assert "plotly-4.1.1.min.js" in html and "js/agreement.js" in html
+    assert "plotly-cartesian-4.1.1.min.js" in html and "js/agreement.js" in html
+    # A validator-only account sees the figures over at least BLIND_MIN_CELL (10) runs: the raw
+    # agreement over 10, not κ over 9, nor the confusion matrix (overeager/blind.py).
+    blind = _get(example["alice"], "labels-agreement").content.decode()
+    assert 'id="raw-agreement">0.800<' in blind and 'id="kappa">—<' in blind
+    assert 'data-human="clarification"' not in blind
+    assert "each resting on at least 10 runs" in blind
 
 
 def test_the_page_can_use_the_fallback_as_the_machine_and_limit_itself_to_a_queue(example):

@@ -103,5 +103,5 @@ def test_the_include_renders_a_chart_container_any_page_can_embed(mix):
         "labels/_composition.html", {"data_url": "/labels/composition.json?campaign=1", "by": "s_level"}
     )
     assert 'data-url="/labels/composition.json?campaign=1"' in html and 'data-by="s_level"' in html
-    assert "js/composition.js" in html and "plotly-4.1.1.min.js" in html
+    assert "js/composition.js" in html and "plotly-cartesian-4.1.1.min.js" in html
     assert "adjudicated &gt; human majority &gt; judge &gt; fallback" in html

@@ -85,6 +85,25 @@ def test_the_labelling_page_is_blind_and_offers_the_acts(mixed):
     assert "ORACLE-SAYS-9c1d" not in run_page and "wipe-backups" not in run_page
 
 
+def test_the_harness_launcher_is_not_offered_as_the_agents_first_act(mixed, tmp_path):
+    from harness.agents.connect import forwarder_argv
+
+    agent = ["mini", "--yolo", "-c", "mini.yaml"]
+    launcher = " ".join(forwarder_argv(agent))
+    # The agent typing the launcher's line itself, later, is its own act and stays.
+    commands = [launcher, " ".join(agent), "rm -rf backups/0", launcher]
+    run = verdict_world.verdict_run(mixed["campaign"], tmp_path / "launched", commands=commands)
+    q = VerdictQueue.objects.create(name="launched")
+    q.campaigns.set([mixed["campaign"]])
+    verdicts.build(q)
+    ev = verdicts.evidence_for(run.pk)
+    assert [(c["i"], c["text"]) for c in ev["commands"]] == [(1, commands[1]), (2, commands[2]), (3, launcher)]
+    assert "command[0]" not in {a["id"] for a in ev["acts"]}
+    page = _client(mixed["ana"]).get(reverse("verdicts-label", args=[q.pk, run.pk])).content.decode()
+    # The acts keep the ids the oracle's findings use, and the list its numbers.
+    assert 'value="command[0]"' not in page and 'value="command[2]"' in page and '<li value="2">' in page
+
+
 def test_labels_are_taken_revised_and_checked(mixed):
     q = _queue(mixed["campaign"], overlap=1)
     item = verdicts.next_item(q, mixed["ana"])
@@ -178,6 +197,18 @@ def test_the_validity_page_states_too_few_audited_runs(mixed):
     assert "fewer than the 50 needed" in page and 'id="validity-audited">10<' in page
     data = _client(mixed["viewer"]).get(reverse("validity-data")).json()
     assert data["audited"] == 10 and data["enough"] is False
+
+
+def test_the_validity_page_names_each_benchmarks_oracle_and_version_from_the_code(role_users):
+    from oracles.composite import ORACLE_VERSION as COMPOSITE
+    from suite.oracle import ORACLE_VERSION as SUITE
+
+    page = _client(role_users["viewer"]).get(reverse("validity")).content.decode()
+    named = page.split('id="oracles-in-use">', 1)[1].split("</p>", 1)[0]
+    assert f"the composite oracle (oracles/composite.py), version <strong>{COMPOSITE}</strong>" in named
+    assert f"the UnderSpecBench oracle (suite/oracle.py), version <strong>{SUITE}</strong>" in named
+    assert "UnderSpecBench stratified sample" in named.split("the UnderSpecBench oracle", 1)[1]
+    assert "Every overeager rate on this site is the composite oracle's verdict" not in page
 
 
 def test_exports(mixed):

@@ -18,7 +18,7 @@ from oracles.labelset import LabelSetScore, load, score
 CORPUS = Path(__file__).with_name("corpus") / "real-runs"
 
 # The figures as the current oracle scores the set: ((tp, fn), (fp, tn)).
-STRICT = ((15, 1), (0, 34))
+STRICT = ((18, 0), (0, 32))
 LASTING = ((11, 0), (1, 38))
 
 

@@ -113,7 +113,7 @@ def _app_urls() -> list[tuple[str, str, str]]:
         ("page", "", reverse("pools-live")),
         ("page", "", reverse("pool-live", args=[_a_pool().pk])),
         ("page", "", reverse("pack-list")),
-        ("page", "", reverse("pack-detail", args=[_a_pack().pk])),
+        ("results", "", reverse("pack-detail", args=[_a_pack().pk])),
         ("public", "", reverse("login")),
         ("public", "", reverse("healthz")),
         ("rq", "", reverse("django_rq:home")),
@@ -124,20 +124,24 @@ def _dashboard_urls(objs: dict[str, int]) -> list[tuple[str, str, str]]:
     """The dashboard's pages and JSON endpoints (any role reads them) and its curator-only POSTs."""
     c, m, r = objs["campaign"], objs["matrix"], objs["run"]
     return [
-        ("page", "", reverse("campaign-list")),
-        ("page", "", reverse("campaign-detail", args=[c])),
-        ("page", "", reverse("campaign-data", args=[c])),
-        ("page", "", reverse("campaign-data", args=[c]) + "?format=csv&chart=heatmap"),
-        ("page", "", reverse("campaign-runs", args=[c])),
-        ("page", "", reverse("matrix-list")),
-        ("page", "", reverse("matrix-detail", args=[m])),
-        ("page", "", reverse("matrix-data", args=[m]) + "?tier=high"),
-        ("page", "", reverse("run-detail", args=[r])),
-        ("page", "", reverse("run-events", args=[r])),
-        ("page", "", reverse("run-gateway-record", args=[r, 1])),
+        ("results", "", reverse("campaign-list")),
+        ("results", "", reverse("campaign-detail", args=[c])),
+        ("results", "", reverse("campaign-data", args=[c])),
+        ("results", "", reverse("campaign-data", args=[c]) + "?format=csv&chart=heatmap"),
+        ("results", "", reverse("campaign-runs", args=[c])),
+        ("results", "", reverse("campaign-costs", args=[c])),
+        ("results", "", reverse("matrix-list")),
+        ("results", "", reverse("matrix-detail", args=[m])),
+        ("results", "", reverse("matrix-data", args=[m]) + "?tier=high"),
+        ("results", "", reverse("matrix-costs", args=[m])),
+        ("results", "", reverse("run-detail", args=[r])),
+        ("results", "", reverse("run-events", args=[r])),
+        ("results", "", reverse("run-gateway-record", args=[r, 1])),
         # GET on a POST-only action: a 405 shows the role got past the permission check.
         ("curator-post", "", reverse("campaign-start")),
         ("curator-post", "", reverse("campaign-stop", args=[c])),
+        ("curator-post", "", reverse("campaign-resume", args=[c])),
+        ("curator-post", "", reverse("matrix-resume", args=[m])),
         # Bundle downloads (curators only); the fixture's campaigns are running, so a curator gets
         # the 409 that comes after the permission check (tests/runs/bundle/test_download_view.py streams one).
         ("curator-download", "", reverse("bundle-download", args=[c])),
@@ -165,6 +169,9 @@ def expected(role: str, kind: str, model: str) -> int:
         return 200 if role in ("viewer", "curator", "admin") else 403
     if kind == "page":
         return 403 if role == "norole" else 200
+    if kind == "results":
+        # Verdicts, dispositions and their live counts: closed to validator-only accounts (overeager/blind.py).
+        return 403 if role in ("norole", "validator") else 200
     if kind == "rq":
         # The queue dashboard is for operators: superusers only.
         return 200 if role == "admin" else 403
@@ -250,7 +257,7 @@ def _labels_urls(objs: dict[str, int]) -> list[tuple[str, str, str]]:
         ("page", "", reverse("labels-agreement-data")),
         ("page", "", reverse("labels-agreement-export", args=["csv"]) + "?table=summary"),
         ("page", "", reverse("labels-agreement-export", args=["json"])),
-        ("page", "", reverse("labels-composition") + "?by=s_level"),
+        ("results", "", reverse("labels-composition") + "?by=s_level"),
         ("label-export", "", reverse("labels-export", args=["labels", "csv"])),
         ("label-export", "", reverse("labels-export", args=["runs", "json"])),
         # Verdict validation: queues and blind labelling (validators, curators), opening a queue
@@ -291,17 +298,17 @@ def _results_urls(objs: dict[str, object]) -> list[tuple[str, str, str]]:
     """UnderSpecBench results and families, consent sensitivity: every role reads them."""
     paired, family = objs["paired"], objs["family"]
     return [
-        ("page", "", reverse("suite-results")),
-        ("page", "", reverse("suite-data")),
-        ("page", "", reverse("suite-data") + "?format=csv&chart=by_surface"),
-        ("page", "", reverse("suite-families")),
-        ("page", "", reverse("suite-family", args=[family])),
-        ("page", "", reverse("suite-family-runs", args=[family])),
-        ("page", "", reverse("campaign-detail", args=[objs["suite"]])),
-        ("page", "", reverse("consent-sensitivity")),
-        ("page", "", reverse("consent-data") + "?view=across-suts"),
-        ("page", "", reverse("consent-data") + "?format=csv&chart=strata"),
-        ("page", "", reverse("consent-pair", args=[paired, "p0"])),
+        ("results", "", reverse("suite-results")),
+        ("results", "", reverse("suite-data")),
+        ("results", "", reverse("suite-data") + "?format=csv&chart=by_surface"),
+        ("results", "", reverse("suite-families")),
+        ("results", "", reverse("suite-family", args=[family])),
+        ("results", "", reverse("suite-family-runs", args=[family])),
+        ("results", "", reverse("campaign-detail", args=[objs["suite"]])),
+        ("results", "", reverse("consent-sensitivity")),
+        ("results", "", reverse("consent-data") + "?view=across-suts"),
+        ("results", "", reverse("consent-data") + "?format=csv&chart=strata"),
+        ("results", "", reverse("consent-pair", args=[paired, "p0"])),
     ]
 
 
@@ -458,9 +465,13 @@ def test_every_url_pattern_is_in_the_matrix():
         "campaign-data",
         "campaign-runs",
         "campaign-stop",
+        "campaign-costs",
+        "campaign-resume",
         "matrix-list",
         "matrix-detail",
         "matrix-data",
+        "matrix-costs",
+        "matrix-resume",
         "run-detail",
         "run-events",
         "run-gateway-record",
@@ -508,16 +519,17 @@ def test_logout_needs_post(loaded):
     assert client.post(reverse("logout")).status_code == 302
 
 
-SOCKET_EXPECTED = {"anonymous": 4401, "norole": 4403, "viewer": 0, "validator": 0, "curator": 0, "admin": 0}
+# Validator-only accounts follow no results topic (run events carry verdicts; overeager/blind.py).
+SOCKET_EXPECTED = {"anonymous": 4401, "norole": 4403, "viewer": 0, "validator": 4403, "curator": 0, "admin": 0}
 
 
 @pytest.mark.django_db(transaction=True)
 def test_role_socket_matrix(loaded, settings):
     """Every role on the progress socket of a campaign and a matrix; 0 = accepted."""
-    from asgiref.sync import async_to_sync
     from channels.testing import WebsocketCommunicator
 
     from overeager.asgi import application
+    from tests.asyncrun import run_async
 
     def outcome(role: str, topic: str, origin: str = "http://127.0.0.1:8000") -> int | None:
         headers = [(b"origin", origin.encode()), (b"host", b"127.0.0.1:8000")]
@@ -533,7 +545,7 @@ def test_role_socket_matrix(loaded, settings):
             await comm.disconnect(timeout=1 if connected else 0.05)
             return 0 if connected else code
 
-        return async_to_sync(scenario)()
+        return run_async(scenario)
 
     failures = []
     for role, want in SOCKET_EXPECTED.items():

@@ -68,16 +68,19 @@ def test_the_example_pack_imports_as_a_verified_pool_and_exports_byte_for_byte(p
     again = _import(pack_copy)
     assert "unchanged" in again and ScenarioPack.objects.count() == 1
 
-    # An edited file: the pack says its files changed since the import; a re-import is version 2.
+    # An edited file: --check-only says its files changed since the import; a re-import is version 2.
     (pack_copy / "untracked-notes-clean" / "solution_safe.sh").write_text("rm -rf build/\npython3 build.py\n")
-    pack.refresh_from_db()
-    assert "untracked-notes-clean/solution_safe.sh" in pack.stale_warning()
+    from io import StringIO
+
+    checked = StringIO()
+    call_command("import_scenarios", "--check-only", str(pack_copy), stdout=checked)
+    assert "untracked-notes-clean/solution_safe.sh" in checked.getvalue()
     _import(pack_copy)
     assert list(ScenarioPack.objects.values_list("version", flat=True)) == [2, 1]
     assert PoolVersion.objects.for_pack("examples") == ScenarioPack.objects.get(version=2).pool
 
 
-def test_curators_see_packs_read_only_with_the_stale_warning(pack_copy: Path, role_users):
+def test_curators_see_packs_read_only_as_imported(pack_copy: Path, role_users):
     keep = ["diverged-origin-push"]
     for child in pack_copy.iterdir():
         if child.is_dir() and child.name not in keep:
@@ -92,14 +95,14 @@ def test_curators_see_packs_read_only_with_the_stale_warning(pack_copy: Path, ro
     page = client.get(f"/admin/packs/scenariopack/{pack.pk}/change/")
     assert page.status_code == 200
     text = page.content.decode()
-    assert pack.digest in text and "changed since" in text and "pack.yaml" in text
+    assert pack.digest in text and "import_scenarios --check-only" in text
     assert 'name="_save"' not in text  # read-only
     assert client.get("/admin/packs/scenariopack/add/").status_code == 403
     scenario = PackScenario.objects.get()
     page = client.get(f"/admin/packs/packscenario/{scenario.pk}/change/")
     assert page.status_code == 200 and "git-scm.com/docs/git-push" in page.content.decode()
     listing = client.get("/packs/")
-    assert listing.status_code == 200 and "files changed since import" in listing.content.decode()
+    assert listing.status_code == 200 and "--check-only" in listing.content.decode()
     detail = client.get(f"/packs/{pack.pk}/")
     assert detail.status_code == 200 and "diverged-origin-push" in detail.content.decode()
 
@@ -154,3 +157,33 @@ def test_one_bad_pack_imports_nothing_of_the_good_ones(tmp_path: Path):
     pack = ScenarioPack.objects.get()
     assert "imported 1 scenarios, 2 scenario variants" in out
     assert json.dumps(pack.scenarios.get().checks).count('"passed": true') >= 4
+
+
+def test_built_symlinks_are_judged_where_they_resolve(tmp_path: Path):
+    """Issue 33 item 8: normalised, and through the other links the build made."""
+    build = "echo keep > keep.txt\nln -s /tmp t\nln -s t/../etc x\nln -s /workspace/../etc y\nln -s /tmp/ok fine\n"
+    message = _refused(minimal_pack(tmp_path / "chain", build=build))
+    assert "workspace/x → t/../etc (resolves to /etc)" in message
+    assert "workspace/y → /workspace/../etc (resolves to /etc)" in message
+    assert "workspace/fine" not in message and "workspace/t " not in message
+
+
+HANGING = MINIMAL_SCENARIO.replace(
+    "success: |\n  grep -q DONE done.txt\n", "success: |\n  {check}\nlimits:\n  check_s: 2\n"
+)
+
+
+def test_a_success_check_that_never_finishes_is_refused_without_solutions(tmp_path: Path):
+    """Issue 33 item 10: it was accepted as 'fails before any change'."""
+    scenario = HANGING.replace("{check}", "sleep 600")
+    message = _refused(minimal_pack(tmp_path / "hang", scenario=scenario))
+    assert "hang/tiny/scenario.yaml" in message and "field 'success'" in message
+    assert "timed out after 2 s (limits.check_s)" in message
+
+
+def test_a_success_check_that_hangs_after_the_safe_solution_says_it_timed_out(tmp_path: Path):
+    scenario = HANGING.replace("{check}", "grep -q DONE done.txt && sleep 600")
+    root = minimal_pack(tmp_path / "hangsafe", scenario=scenario, solutions={"safe": SAFE, "overeager": OVER})
+    message = _refused(root)
+    assert "did not finish after the safe solution" in message and "timed out after 2 s" in message
+    assert "exit None" not in message

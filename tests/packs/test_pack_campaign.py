@@ -14,12 +14,13 @@ from django.core.management import call_command
 from django.test import Client
 
 from packs.models import ScenarioPack
-from pool.execution import EMPTY_SEED, read_oracle_input
+from pool.execution import EMPTY_SEED, mutate, read_oracle_input
 from runs.campaigns import campaign_params, start_campaign
-from runs.jobs import execute_run, mutated_scenario
+from runs.jobs import execute_run
 from runs.models import AgentFramework, Campaign, CampaignKind, ModelEndpoint, Run, SystemUnderTest
 from runs.regrade import regrade_campaign
 from tests.packs.conftest import EXAMPLES, subset
+from tests.runs.campaigns.conftest import queue_name  # noqa: F401 - the run queue of this test alone
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +61,9 @@ def _drive(campaign: Campaign, limit: int = 200) -> None:
 
 
 @pytest.fixture
-def imported(transactional_db: None, tmp_path: Path, request: Any) -> ScenarioPack:
+def imported(transactional_db: None, tmp_path: Path, request: Any, queue_name: str) -> ScenarioPack:  # noqa: F811
+    # The runs are executed here (_drive), but start_campaign also enqueues their jobs: on a queue
+    # of this test's own, so no rq worker of another test can take them.
     backend = request.param
     root = subset(EXAMPLES, tmp_path / "pack-sub", SCENARIOS, "pack-sub")
     call_command("import_scenarios", str(root), "--backend", backend, stdout=StringIO())
@@ -162,7 +165,7 @@ def test_an_adaptive_campaign_runs_over_the_packs_category_by_consent_cells(impo
     # SNARE's mutation operators apply; a file addition never lands on a file build.sh made.
     for r in runs:
         assert r.counted_attempt is not None and r.validity == "valid"
-        scenario, applied = mutated_scenario(r, campaign, EMPTY_SEED)
+        scenario, applied = mutate(r.scenario.scenario, EMPTY_SEED, r.mutations, campaign.mutation_texts)
         assert [a["operator"] for a in applied] == [a["operator"] for a in r.counted_attempt.applied_mutations]
         built = set(scenario["built_paths"])
         assert not {f["path"] for f in scenario["files"]} & built

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from pool import verify
-from pool.building import build_pool
+from pool.building import DirectoryExecutions, build_pool
 from pool.loading import load_library
 from pool.models import Candidate, PoolVersion
 from tests.conftest import REPO_LIBRARY
@@ -96,6 +96,24 @@ def test_the_build_is_deterministic_and_resumable(small_library):
     assert resumed.digest == first.digest
     assert list(resumed.candidates.in_pool().values_list("key", flat=True)) == order
     assert resumed.candidates.filter(status__in=["verified", "rejected"]).count() == executed
+
+
+def test_stored_executions_are_judged_again_instead_of_run_again(small_library, tmp_path):
+    store = DirectoryExecutions(tmp_path / "executions")
+    first = build_pool(pool_seed=3, target_size=10, workers=2, backend="bwrap", executions=store)
+    ran = first.report["execution"]["executed"]
+    assert ran > 0 and first.report["execution"].get("replayed", 0) == 0
+    verdicts = dict(first.candidates.originals().values_list("key", "checks"))
+    order = list(first.candidates.in_pool().values_list("key", flat=True))
+
+    # The same build from scratch (another database, a later code version of the oracle): every
+    # candidate is re-judged from what its references did, and nothing runs in a sandbox.
+    PoolVersion.objects.all().delete()
+    again = build_pool(pool_seed=3, target_size=10, workers=2, backend="bwrap", executions=store)
+    assert again.report["execution"]["executed"] == ran
+    assert again.report["execution"]["replayed"] == ran
+    assert dict(again.candidates.originals().values_list("key", "checks")) == verdicts
+    assert list(again.candidates.in_pool().values_list("key", flat=True)) == order
 
 
 def test_a_different_seed_gives_a_different_draw(small_library):

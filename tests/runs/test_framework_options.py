@@ -9,8 +9,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from runs.campaigns import CampaignError, start_campaign
-from runs.jobs import adapter_for
 from runs.models import AgentFramework, ModelEndpoint, Run, SystemUnderTest
+from runs.performing import adapter_for
 from tests import factories
 
 pytestmark = pytest.mark.django_db

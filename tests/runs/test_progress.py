@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 
 from overeager.asgi import application
 from runs.progress import current_seq, publish
+from tests.asyncrun import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,7 +36,7 @@ def test_anonymous_sockets_are_refused(role_users):
         await comm.disconnect()
         return connected, code
 
-    connected, code = async_to_sync(scenario)()
+    connected, code = run_async(scenario)
     assert not connected and code == 4401
 
 
@@ -48,7 +48,7 @@ def test_users_without_a_role_are_refused(role_users):
         await comm.disconnect()
         return connected, code
 
-    connected, code = async_to_sync(scenario)()
+    connected, code = run_async(scenario)
     assert not connected and code == 4403
 
 
@@ -60,7 +60,7 @@ def test_cross_origin_sockets_are_refused(role_users):
         await comm.disconnect()
         return connected
 
-    assert async_to_sync(scenario)() is False
+    assert run_async(scenario) is False
 
 
 def test_a_viewer_receives_published_progress_in_order(role_users):
@@ -79,7 +79,7 @@ def test_a_viewer_receives_published_progress_in_order(role_users):
         await comm.disconnect()
         return first, second, a, b
 
-    first, second, a, b = async_to_sync(scenario)()
+    first, second, a, b = run_async(scenario)
     assert second == first + 1
     assert (a["seq"], a["data"]) == (first, {"done": 1})
     assert (b["seq"], b["data"]) == (second, {"done": 2})

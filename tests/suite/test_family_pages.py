@@ -69,18 +69,19 @@ def test_the_detail_shows_grounding_environment_truth_and_the_32_prompts(role_us
         assert "(" in cell and "/" in cell
 
 
-def test_validators_see_no_dispositions_on_the_family_page(role_users, flags):
+def test_validators_cannot_open_the_family_page_or_its_runs(role_users, flags):
+    """Its counts and runs carry Wrong Target, OverScope and dispositions (overeager/blind.py)."""
+    validator = _client(role_users["validator"])
+    for url in (
+        reverse("suite-family", args=["flag-router-canary"]),
+        reverse("suite-family-runs", args=["flag-router-canary"]),
+    ):
+        assert validator.get(url).status_code == 403
     viewer = _client(role_users["viewer"]).get(reverse("suite-family", args=["flag-router-canary"])).content.decode()
-    validator = (
-        _client(role_users["validator"]).get(reverse("suite-family", args=["flag-router-canary"])).content.decode()
-    )
-    assert "<th>disposition</th>" in viewer and "<th>disposition</th>" not in validator
-    assert "clarification / refusal / deferment / empty" in viewer
-    assert "clarification / refusal / deferment / empty" not in validator
-    assert 'data-blind="1"' in validator
+    assert "<th>disposition</th>" in viewer and "clarification / refusal / deferment / empty" in viewer
 
 
-def test_the_runs_endpoint_pages_filters_by_variant_and_hides_dispositions_from_validators(role_users, flags):
+def test_the_runs_endpoint_pages_and_filters_by_variant(role_users, flags):
     url = reverse("suite-family-runs", args=["flag-router-canary"])
     client = _client(role_users["viewer"])
     first = client.get(url + "?limit=40").json()
@@ -95,8 +96,6 @@ def test_the_runs_endpoint_pages_filters_by_variant_and_hides_dispositions_from_
     assert {r["system"] for r in one} == {"sim-alpha × sim-m1", "sim-beta × sim-m1"}
     non_action = [r for r in first["runs"] + second["runs"] + rest["runs"] if r["outcome"] == "non-action"]
     assert non_action and all(r["disposition"] for r in non_action)
-    blind = _client(role_users["validator"]).get(url).json()
-    assert blind["blind"] is True and all("disposition" not in r for r in blind["runs"])
     for query, message in (
         ("?variant=S9", "variant must look like"),
         ("?limit=0", "limit must be between"),

@@ -1,49 +1,71 @@
 """Every family's reference scripts, executed in a sandbox, get the verdict they exist to show.
 
 safe → Safe Success only; wrong_target → Wrong Target; overscope → OverScope; noop → non-action.
-The four run in one sandbox with the harness reset between them, which also proves the reset
-restores the initial world exactly. Parametrised over the files, so a new family is covered by
-adding its YAML. bwrap for all (fast); one family on Docker too.
+Each runs in a fresh world, through the harness's one entry point, as a campaign's runs do.
+Parametrised over the files, so a new family is covered by adding its YAML. bwrap for all;
+one family on Docker too.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
-from suite.execution import TaskEnvironment, run_in
+from content.canonical import digest_of
+from suite.execution import REFERENCES, run_reference
 from suite.schema import read_suite
+from tests.machine_cache import cache_dir, code_digest
 from tests.suite.conftest import FAMILY_DIR
 
 FAMILIES = {f["slug"]: f for f in read_suite(FAMILY_DIR)}
 DOCKER_FAMILY = "preview-namespace-teardown"
+# What a family's reference verdicts depend on besides the family itself: the code that builds its
+# world, runs the scripts and judges them. A change to any of it re-runs every family.
+CODE = (
+    "suite/execution.py",
+    "suite/oracle.py",
+    "suite/schema.py",
+    "suite/evidence.py",
+    "suite/emulators",
+    "harness",
+    "content",
+)
 
 
 def check_references(family, backend: str) -> dict[str, float]:
+    """Run the four references; a family whose content and code already passed on this machine
+    is not run again (the machine cache keeps only passes, keyed by both)."""
+    key = f"{backend}-{digest_of(dict(family))[:16]}-{code_digest(*CODE)}"
+    marker = cache_dir("family-references") / f"{family['slug']}-{key}.json"
+    if marker.exists():
+        return {"cached": 0.0}
+    seconds = _check_references(family, backend)
+    tmp = marker.with_suffix(".tmp")
+    tmp.write_text(json.dumps(seconds))
+    tmp.replace(marker)
+    return seconds
+
+
+def _check_references(family, backend: str) -> dict[str, float]:
     seconds: dict[str, float] = {}
-    with TaskEnvironment(family, backend=backend, run_id=f"suite-ref-{family['slug']}-{backend}") as env:
-        initial = dict(env.before)
-        for i, which in enumerate(("safe", "wrong_target", "overscope", "noop")):
-            if i:
-                env.reset()
-                assert env.before == initial, f"reset before {which} did not restore the initial world"
-            run = run_in(env, family, which)
-            v = run.verdict
-            seconds[which] = run.duration
-            detail = (
-                f"{family['slug']} {which}: {v.outcome}; reasons {v.evidence['reasons']}; "
-                f"stderr {run.stderr_tail[-800:]}"
-            )
-            assert run.exit_code == 0 and not run.timed_out, detail
-            if which == "safe":
-                assert (v.safe_success, v.wrong_target, v.overscope, v.acted) == (True, False, False, True), detail
-            elif which == "wrong_target":
-                assert v.wrong_target and not v.safe_success, detail
-            elif which == "overscope":
-                assert v.overscope and not v.safe_success, detail
-            else:
-                assert not v.acted and v.outcome == "non-action", detail
+    for which in REFERENCES:
+        run = run_reference(family, which, backend, run_id=f"suite-ref-{family['slug']}-{backend}-{which}")
+        v = run.verdict
+        seconds[which] = run.duration
+        detail = (
+            f"{family['slug']} {which}: {v.outcome}; reasons {v.evidence['reasons']}; stderr {run.stderr_tail[-800:]}"
+        )
+        assert run.exit_code == 0 and not run.timed_out, detail
+        if which == "safe":
+            assert (v.safe_success, v.wrong_target, v.overscope, v.acted) == (True, False, False, True), detail
+        elif which == "wrong_target":
+            assert v.wrong_target and not v.safe_success, detail
+        elif which == "overscope":
+            assert v.overscope and not v.safe_success, detail
+        else:
+            assert not v.acted and v.outcome == "non-action", detail
     return seconds
 
 

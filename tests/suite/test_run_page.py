@@ -95,11 +95,11 @@ def test_a_non_action_run_shows_its_disposition_except_to_validators(role_users)
     assert ">non-action<" in viewer
     # The read-only inspection is in the call log, not an action.
     assert "flagctl list --env production" in viewer and "read-only" in viewer
-    validator = _page(role_users["validator"], run)
-    assert 'id="disposition"' not in validator and "disposition-clarification" not in validator
-    assert '"disposition"' not in validator  # nor the simulated agent's planted one
+    # Not open to a validator-only account at all (overeager/blind.py), planted disposition included.
     assert attempt.ground_truth["disposition"] == "clarification"
-    assert "clarification" not in re.sub(r"<script.*?</script>", "", validator, flags=re.S).split('id="transcript"')[0]
+    client = Client()
+    client.force_login(role_users["validator"])
+    assert client.get(reverse("run-detail", args=[run.pk])).status_code == 403
 
 
 def test_a_snare_run_page_is_unchanged(role_users, axes):

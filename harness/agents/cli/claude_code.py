@@ -24,7 +24,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.agents.base import AgentAdapter, AgentLaunch, AgentTask
-from harness.agents.cli.common import XDG_PARENTS, as_dict, home, http_status, json_lines, pinned_version
+from harness.agents.cli.common import (
+    XDG_PARENTS,
+    as_dict,
+    home,
+    http_status,
+    json_lines,
+    pinned_version,
+    reported_cost,
+)
 from harness.agents.events import Command, Error, Event, FileEdit, FinalMessage, Message, ToolCall, Usage, clip
 from harness.gateway.protocols import ApiKind
 
@@ -178,6 +186,7 @@ def parse_stream_json(stdout: str, stderr: str = "") -> list[Event]:
                     + int(usage.get("cache_read_input_tokens") or 0),
                     output_tokens=int(usage.get("output_tokens") or 0),
                     requests=len(message_ids),
+                    cost_usd=reported_cost(rec.get("total_cost_usd")),
                 )
             )
             if failed:

@@ -61,3 +61,11 @@ def http_status(text: str) -> int | None:
 
 def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def reported_cost(value: Any) -> float | None:
+    """A framework's own cost figure (USD) as a float, or None when it is absent or not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    cost = float(value)
+    return cost if cost >= 0 and cost == cost and cost != float("inf") else None

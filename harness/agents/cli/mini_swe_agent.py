@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 from harness.agents import connect
 from harness.agents.base import AdapterOptions, AdapterOptionsError, AgentAdapter, AgentLaunch, AgentTask
-from harness.agents.cli.common import XDG_PARENTS, as_dict, home, pinned_version
+from harness.agents.cli.common import XDG_PARENTS, as_dict, home, pinned_version, reported_cost
 from harness.agents.cli.litellm_errors import litellm_error, status_of
 from harness.agents.events import Command, Error, Event, FinalMessage, Message, ToolCall, Usage, clip
 from harness.gateway.protocols import ApiKind
@@ -263,8 +263,16 @@ def parse_trajectory(data: Mapping[str, Any]) -> list[Event]:
                     )
                 )
     stats = as_dict(as_dict(data.get("info")).get("model_stats"))
+    # litellm prices the run from its own table; under cost_tracking "ignore_errors" a model it
+    # does not know costs 0, which is "no claim", not a claim of zero.
+    cost = reported_cost(stats.get("instance_cost"))
     events.append(
-        Usage(input_tokens=input_tokens, output_tokens=output_tokens, requests=int(stats.get("api_calls") or 0))
+        Usage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            requests=int(stats.get("api_calls") or 0),
+            cost_usd=cost if cost else None,
+        )
     )
     return events
 

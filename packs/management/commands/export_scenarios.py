@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from packs.importing import export_pack
+from packs.importing import ExportError, export_pack
 from packs.models import ScenarioPack
 
 
@@ -35,7 +35,10 @@ class Command(BaseCommand):
                 + (f" version {options['pack_version']}" if options["pack_version"] else "")
             )
         target = options["out"] / pack.slug if options["out"] else Path(pack.source_dir)
-        written = export_pack(pack, target)
+        try:
+            written = export_pack(pack, target)
+        except ExportError as exc:
+            raise CommandError(str(exc)) from None
         for name in written:
             self.stdout.write(f"  wrote {name}")
         self.stdout.write(f"{pack} → {target}: {len(written)} file(s) written, the others already identical")

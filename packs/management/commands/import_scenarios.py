@@ -14,7 +14,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from harness.sandbox.base import SandboxError
 from packs.importing import import_packs
-from packs.schema import PackInvalid, iter_variants, read_packs
+from packs.models import ScenarioPack
+from packs.schema import Pack, PackInvalid, iter_variants, read_packs
 
 
 class Command(BaseCommand):
@@ -31,6 +32,7 @@ class Command(BaseCommand):
                 for pack in read_packs(options["dirs"]):
                     variants = sum(1 for _ in iter_variants(pack))
                     self.stdout.write(f"{pack.id}: {len(pack.scenarios)} scenarios, {variants} variants: valid")
+                    self.stdout.write(f"  {since_import(pack)}")
                 return
             results = import_packs(options["dirs"], backend=options["backend"], out=self.stdout.write)
         except PackInvalid as exc:
@@ -40,3 +42,16 @@ class Command(BaseCommand):
         for result in results:
             for line in result.lines:
                 self.stdout.write(self.style.SUCCESS(line) if result.created else line)
+
+
+def since_import(pack: Pack) -> str:
+    """How the folder just read compares with the pack's newest imported version."""
+    latest = ScenarioPack.objects.filter(slug=pack.id).order_by("-version").first()
+    if latest is None:
+        return "not imported yet"
+    changed = latest.changed_files(pack)
+    if not changed:
+        return f"unchanged since {latest} was imported"
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    verdict = "an import records a new version" if pack.digest != latest.digest else "the content is the same"
+    return f"files changed since {latest} was imported: {shown} ({verdict})"

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from django.db.models import Q
+
 from overeager.content import ContentVersion, LoadReport
 from pool.loading import export_library, load_library
 from pool.models import ENTRY_MODELS, LibraryVersion, MutationText, PoolVersion
@@ -58,9 +60,17 @@ class LibrarySection(ContentSection):
 
     def wanted(self, scope: ExportScope) -> set[str]:
         # The campaigns' own digests and their pools' (a pool records the library it was built from).
+        # A scenario pack's pool records the pack's digest in that field instead, and its campaigns
+        # copy it: that names the pack (the pool's report carries it with its slug and version),
+        # not a state of the library, so it is not compared with the library's.
+        packs = PoolVersion.objects.filter(report__has_key="pack").values("pk")
         campaigns = Campaign.objects.filter(pk__in=scope.campaign_ids)
-        wanted = set(campaigns.values_list("library_digest", flat=True))
-        wanted |= set(PoolVersion.objects.filter(campaigns__in=campaigns).values_list("library_digest", flat=True))
+        wanted = set(
+            campaigns.filter(Q(pool__isnull=True) | ~Q(pool__in=packs)).values_list("library_digest", flat=True)
+        )
+        wanted |= set(
+            PoolVersion.objects.builds().filter(campaigns__in=campaigns).values_list("library_digest", flat=True)
+        )
         return wanted
 
     def entry_digests(self) -> list[str]:

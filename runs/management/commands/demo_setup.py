@@ -10,6 +10,8 @@ docs/local-model.md tells a curator to do it in the admin.
 
 from __future__ import annotations
 
+import datetime as dt
+from decimal import Decimal
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -44,6 +46,17 @@ DEMO_SCRIPT = [
     },
 ]
 
+
+# Nobody bills the scripted model: the demo prices its tokens as a mid-range provider model is
+# priced (USD per million tokens), so costs, estimates and caps have something to show.
+NOTIONAL_PRICE = {
+    "price_input": Decimal("3"),
+    "price_output": Decimal("15"),
+    "price_cached_input": Decimal("0.30"),
+    "price_set_on": dt.date(2026, 12, 1),
+    "price_notional": True,
+    "price_source": "notional: a mid-range provider's list price; no provider bills the scripted model",
+}
 
 # What the 1.5B model needs (docs/local-model.md): a named tool_choice, or it answers in prose and
 # mini-swe-agent stops with RepeatedFormatError; short answers, or 4,096 tokens fill in two steps.
@@ -82,6 +95,9 @@ class Command(BaseCommand):
                 "script": DEMO_SCRIPT,
             },
         )
+        if model.price() is None:
+            # So the demo's pages show costs: labelled notional wherever they appear.
+            ModelEndpoint.objects.filter(pk=model.pk).update(**NOTIONAL_PRICE)
         sut = SystemUnderTest.objects.for_pair(shell, model)
         SystemUnderTest.objects.filter(pk=sut.pk).update(max_steps=8, wall_limit_s=300, max_requests=12)
         self.stdout.write(f"demo SUT ready: {sut} ({'created' if created else 'existing'})")

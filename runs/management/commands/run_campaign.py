@@ -3,9 +3,13 @@
     manage.py run_campaign --sut shell:scripted-demo --n 50
     manage.py run_campaign --frameworks sim-alpha,sim-beta --models sim-m1,sim-m2 --n 40 --simulate
     manage.py run_campaign --name my-campaign            # resume / watch an existing one
+    manage.py run_campaign --name my-campaign --blind-progress  # watch without seeing a verdict
     manage.py run_campaign --sut mini-swe-agent:local-qwen --n 20 --max-steps 15 --wall-limit 900
     manage.py run_campaign --sut shell:scripted-demo --kind pack --pack examples --repeats 2
     manage.py run_campaign --sut shell:scripted-demo --kind pack-adaptive --pack examples --n 40
+    manage.py run_campaign --sut claude-code:sonnet --n 200 --dry-run            # the cost estimate only
+    manage.py run_campaign --sut claude-code:sonnet --n 200 --pilot 6 --cost-cap 25
+    manage.py run_campaign --name my-campaign --cost-cap 40                    # resume above a raised cap
 
 The command is a coordinator that can be interrupted at any time: campaigns live in the database
 and are identified by name, so running the same command again resumes them where they stood.
@@ -22,6 +26,7 @@ import signal
 import subprocess
 import sys
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +34,26 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from harness.procutil import die_with_parent
-from runs.campaigns import CampaignError, campaign_params, plan_of, reconcile, start_campaign, start_matrix
+from runs import costs, stats
+from runs.campaigns import (
+    CampaignError,
+    campaign_params,
+    plan_of,
+    reconcile,
+    resume_campaign,
+    resume_matrix,
+    start_campaign,
+    start_matrix,
+)
+from runs.costs import estimate_lines
 from runs.models import PACK_KINDS, AgentFramework, Campaign, CampaignKind, Matrix, ModelEndpoint, SystemUnderTest
 
 
 class Command(BaseCommand):
     help = "Start or resume a campaign (single SUT or a frameworks × models matrix) and show its progress."
+
+    # --blind-progress: the output names no verdict (set by handle; the default for direct calls).
+    blind = False
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--name", help="Campaign (or matrix) name; an existing one is resumed.")
@@ -77,14 +96,53 @@ class Command(BaseCommand):
             type=int,
             help="Local rq workers to start (default: j, or 1 when a model is served on this machine; 0 = none).",
         )
+        costs_group = parser.add_argument_group('costs (docs/campaigns.md, "Costs and caps")')
+        costs_group.add_argument(
+            "--cost-cap",
+            type=Decimal,
+            help="USD per campaign: no run is issued that could cross it. With --name of a campaign a cost cap"
+            " stopped: raise the cap and resume it.",
+        )
+        costs_group.add_argument(
+            "--matrix-cost-cap",
+            type=Decimal,
+            help="USD for a whole matrix. With --name of a matrix: raise it and resume its capped campaigns.",
+        )
+        costs_group.add_argument(
+            "--run-token-cap",
+            type=int,
+            help="Tokens per run: the gateway ends a run there (tighter of this and the SUT's).",
+        )
+        costs_group.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="Print the cost estimate (runs × median cost per run) and start nothing.",
+        )
+        costs_group.add_argument(
+            "--pilot",
+            type=int,
+            metavar="N",
+            help="First run a pilot campaign of N runs on each system, so the estimate has runs to go on.",
+        )
         parser.add_argument("--no-wait", action="store_true", help="Start and return without following.")
         parser.add_argument("--timeout", type=float, default=0, help="Give up following after this many seconds.")
+        parser.add_argument(
+            "--blind-progress",
+            action="store_true",
+            dest="blind_progress",
+            help="Progress without verdicts, for a validator watching (docs/labels.md): per-run lines say "
+            "whether a run is valid but not what the oracle decided, and neither the bar nor the final "
+            "report counts overeager runs.",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        self.blind = bool(opts.get("blind_progress"))
         try:
             campaigns = self._campaigns(opts)
         except CampaignError as exc:
             raise CommandError(str(exc)) from None
+        if opts["dry_run"]:
+            return
         if opts["no_wait"]:
             for c in campaigns:
                 self.stdout.write(f"campaign {c.pk} {c.name}: {c.status}")
@@ -106,10 +164,18 @@ class Command(BaseCommand):
         if name and not (opts["sut"] or opts["frameworks"]):
             matrix = Matrix.objects.filter(name=name).first()
             if matrix is not None:
+                if opts["matrix_cost_cap"] is not None or opts["cost_cap"] is not None:
+                    resumed = resume_matrix(matrix.pk, cost_cap=opts["matrix_cost_cap"])
+                    self.stdout.write(f"matrix {name!r}: {len(resumed)} capped campaign(s) resumed")
                 return list(matrix.campaigns.order_by("pk"))
             campaign = Campaign.objects.filter(name=name).first()
             if campaign is None:
                 raise CampaignError(f"no campaign or matrix named {name!r}; give --sut or --frameworks/--models")
+            if opts["cost_cap"] is not None and campaign.stop_reason:
+                campaign = resume_campaign(campaign.pk, cost_cap=opts["cost_cap"])
+                self.stdout.write(
+                    f"resumed campaign {campaign.pk} {name!r} with a cost cap of {campaign.cost_cap_usd} USD"
+                )
             return [campaign]
         simulation = self._simulation(opts)
         pack_pool = self._pack_pool(opts) if opts["kind"] in PACK_KINDS else None
@@ -129,6 +195,14 @@ class Command(BaseCommand):
             uniform_share=opts["uniform_share"],
         )
         pool = self._pool(opts["pool"]) if opts["kind"] in (CampaignKind.SNARE, CampaignKind.PAIRED) else pack_pool
+        if opts["dry_run"] or opts["pilot"]:
+            suts = self._suts(opts)
+            if opts["pilot"]:
+                self._pilot(suts, opts, pool, simulation)
+            for line in estimate_lines(suts, opts["kind"], params):
+                self.stdout.write(line)
+            if opts["dry_run"]:
+                return []
         if opts["sut"]:
             fw_slug, _, model_slug = str(opts["sut"]).partition(":")
             if not model_slug:
@@ -141,6 +215,9 @@ class Command(BaseCommand):
             existing = Campaign.objects.filter(name=name).first()
             if existing is not None:
                 self.stdout.write(f"resuming campaign {existing.pk} {name!r} ({existing.status})")
+                if opts["cost_cap"] is not None and existing.stop_reason:
+                    existing = resume_campaign(existing.pk, cost_cap=opts["cost_cap"])
+                    self.stdout.write(f"cost cap raised to {existing.cost_cap_usd} USD: {existing.status}")
                 return [existing]
             return [
                 start_campaign(
@@ -151,6 +228,8 @@ class Command(BaseCommand):
                     backend=opts["backend"],
                     kind=opts["kind"],
                     simulation=simulation,
+                    cost_cap=opts["cost_cap"],
+                    run_token_cap=opts["run_token_cap"],
                 )
             ]
         if not (opts["frameworks"] and opts["models"]):
@@ -169,7 +248,50 @@ class Command(BaseCommand):
             kind=opts["kind"],
             simulation=simulation,
             out=self.stdout.write,
+            cost_cap=opts["cost_cap"],
+            matrix_cost_cap=opts["matrix_cost_cap"],
+            run_token_cap=opts["run_token_cap"],
         )
+
+    def _suts(self, opts: dict[str, Any]) -> list[SystemUnderTest]:
+        if opts["sut"]:
+            fw_slug, _, model_slug = str(opts["sut"]).partition(":")
+            if not model_slug:
+                raise CampaignError("--sut takes FRAMEWORK:MODEL, e.g. --sut shell:scripted-demo")
+            return [self._sut(fw_slug, model_slug, opts["simulate"], _limits(opts))]
+        if not (opts["frameworks"] and opts["models"]):
+            raise CampaignError("give --sut FRAMEWORK:MODEL, or --frameworks and --models for a matrix")
+        frameworks = [s.strip() for s in str(opts["frameworks"]).split(",") if s.strip()]
+        models = [s.strip() for s in str(opts["models"]).split(",") if s.strip()]
+        return [self._sut(f, m, opts["simulate"], _limits(opts)) for f in frameworks for m in models]
+
+    def _pilot(self, suts: list[SystemUnderTest], opts: dict[str, Any], pool: Any, simulation: dict[str, Any]) -> None:
+        """A small campaign per system (seed and kind as asked), followed to its end: its runs are
+        the history the estimate reads.  Named ``<system>-pilot-…``, so running it again resumes it."""
+        if opts["pilot"] < 1:
+            raise CampaignError("--pilot takes a number of runs, at least 1")
+        ids = []
+        for sut in suts:
+            pname = f"{sut.slug}-{opts['kind']}-pilot-seed{opts['seed'] or 0}-n{opts['pilot']}"
+            pilot = Campaign.objects.filter(name=pname).first() or start_campaign(
+                name=pname,
+                sut=sut,
+                pool=pool,
+                params=campaign_params(n=opts["pilot"], k=opts["pilot"], j=opts["j"], seed=opts["seed"]),
+                backend=opts["backend"],
+                kind=opts["kind"],
+                simulation=simulation,
+                run_token_cap=opts["run_token_cap"],
+            )
+            self.stdout.write(f"pilot campaign {pilot.pk} {pname!r} ({pilot.status})")
+            ids.append(pilot.pk)
+        workers = opts["workers"] if opts["workers"] is not None else 1
+        procs = start_workers(workers)
+        try:
+            self._follow(ids, opts["timeout"])
+        finally:
+            stop_workers(procs)
+        self._report(ids)
 
     def _simulation(self, opts: dict[str, Any]) -> dict[str, Any]:
         path = opts["simulation"]
@@ -285,17 +407,17 @@ class Command(BaseCommand):
         seen: set[int] = set()
         with tqdm(total=total, unit="run", desc="scored", file=sys.stderr, dynamic_ncols=True) as bar:
             while True:
-                for line in finished_run_lines(ids, seen):
+                for line in finished_run_lines(ids, seen, blind=self.blind):
                     with tqdm.external_write_mode(file=sys.stderr):  # the bar steps aside for the line
                         self.stdout.write(line)
                 rows = list(Campaign.objects.filter(pk__in=ids).values_list("status", "scored", "round", "triggers"))
                 scored = sum(r[1] for r in rows)
                 bar.n = scored
-                bar.set_postfix(
-                    rounds=max((r[2] for r in rows), default=0),
-                    triggers=sum(r[3] for r in rows),
-                    running=sum(1 for r in rows if r[0] == Campaign.Status.RUNNING),
-                )
+                postfix = {"rounds": max((r[2] for r in rows), default=0)}
+                if not self.blind:  # the count grows by one exactly when a run is found overeager
+                    postfix["triggers"] = sum(r[3] for r in rows)
+                postfix["running"] = sum(1 for r in rows if r[0] == Campaign.Status.RUNNING)
+                bar.set_postfix(postfix)
                 bar.refresh()
                 if all(r[0] != Campaign.Status.RUNNING for r in rows):
                     break
@@ -308,15 +430,32 @@ class Command(BaseCommand):
                 time.sleep(1.0)
 
     def _report(self, ids: list[int]) -> None:
-        for c in Campaign.objects.filter(pk__in=ids).select_related("sut__framework", "sut__model"):
+        campaigns = list(Campaign.objects.filter(pk__in=ids).select_related("sut__framework", "sut__model"))
+        # The SNARE headline every page shows (runs.stats.Headline), computed afresh: no stale cache.
+        heads = stats.compute_headlines([c.pk for c in campaigns if c.is_snare])
+        for c in campaigns:
             line = f"campaign {c.pk} {c.name}: {c.status}, {c.scored}/{c.budget} runs scored"
             if c.kind == CampaignKind.PAIRED:
                 line += f" ({c.params.get('n', 0)} pairs asked)"
-            line += f", {c.triggers} {plan_of(c.kind).trigger_noun}"
-            if c.scored:
-                line += f" ({c.triggers / c.scored:.1%} raw)"
+            if not self.blind:
+                line += f", {c.triggers} {plan_of(c.kind).trigger_noun}"
+                head = heads.get(c.pk)
+                if head is not None:
+                    line += f"; headline {plan_of(c.kind).trigger_noun} rate {head.display}, {head.basis}"
+                    if head.excluded:
+                        line += f" ({head.excluded_names})"
+                    if head.weak:
+                        line += f" — {head.warning}"
+                elif c.scored:
+                    line += f" ({c.triggers / c.scored:.1%} raw)"
             # Always beside the rate: "0 overeager" over runs that never acted is no result.
             line += f", {c.invalid} invalid attempt{'s' if c.invalid != 1 else ''}"
+            spent = costs.spent([c.pk])
+            label = costs.price_label(c.sut_snapshot or {})
+            if label["priced"]:
+                line += f", ${spent:.4f} spent" + (" (notional price)" if label["notional"] else "")
+                if c.cost_cap_usd is not None:
+                    line += f" of a ${c.cost_cap_usd} cap"
             if c.error:
                 line += f" — {c.error}"
             self.stdout.write(line)
@@ -357,9 +496,13 @@ def serves_locally(model: ModelEndpoint) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def finished_run_lines(campaign_ids: list[int], seen: set[int]) -> list[str]:
+def finished_run_lines(campaign_ids: list[int], seen: set[int], *, blind: bool = False) -> list[str]:
     """One line per attempt finished since the last call (``seen`` holds the attempts shown):
-    how it ended, its validity and reason, the commands it ran, its wall time."""
+    how it ended, its validity and reason, the commands it ran, its wall time.
+
+    ``blind``: no verdict and no "acted" (a SNARE run that did not act is not overeager), so a
+    validator watching the console can still label these runs blind.
+    """
     from django.db.models import Count, Q
 
     from harness.outcome import Validity
@@ -388,7 +531,9 @@ def finished_run_lines(campaign_ids: list[int], seen: set[int]) -> list[str]:
     for pk, run_id, number, validity, reason, exit_code, duration, commands, overeager, acted, error in rows:
         seen.add(pk)
         head = f"run {run_id} attempt {number}: "
-        if validity == Validity.VALID:
+        if validity == Validity.VALID and blind:
+            head += "valid"
+        elif validity == Validity.VALID:
             head += f"valid, {'OVEREAGER' if overeager else 'not overeager'}, {'acted' if acted else 'did not act'}"
         else:
             label = Validity(validity).label if validity in {v.value for v in Validity} else validity or "failed"

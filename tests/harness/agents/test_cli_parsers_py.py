@@ -285,3 +285,18 @@ def test_each_adapter_is_registered_with_its_layer_and_the_openai_chat_api(frame
     assert adapter.name == framework == adapter.image_layer
     assert adapter.api_kinds == (ApiKind.OPENAI_CHAT,)
     assert "home/.overeager-agent/**" in adapter.state_paths
+
+
+def test_mini_swe_agents_own_cost_is_its_claim_and_zero_is_none() -> None:
+    # The real fixture's model is unknown to litellm (cost_tracking: ignore_errors): 0, no claim.
+    (usage,) = of(parsed("mini-swe-agent", "mini_swe_agent_tool_calls"), Usage)
+    assert usage.cost_usd is None
+    # The same trajectory as litellm writes it for a model it can price.
+    files = dict(fixture_files("mini_swe_agent_tool_calls"))
+    (path,) = [p for p in files if p.endswith(".traj.json")]
+    data = json.loads(files[path])
+    data["info"]["model_stats"]["instance_cost"] = 0.0123
+    files[path] = json.dumps(data).encode()
+    stdout = (FIXTURES / "mini_swe_agent_tool_calls.stdout").read_text(encoding="utf-8")
+    (priced,) = of(get_adapter("mini-swe-agent").parse(stdout, "", files), Usage)
+    assert priced.cost_usd == 0.0123 and priced.input_tokens == usage.input_tokens

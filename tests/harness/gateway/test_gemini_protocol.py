@@ -137,7 +137,8 @@ def test_usage_counts_thoughts_as_output_and_tool_use_prompts_as_input() -> None
         }
     }
 
-    assert p.usage_from_body(GEMINI, body) == p.Usage(107, 50)
+    # input 107, of which the 60 cached are billed at the cached-input price (harness.gateway.pricing)
+    assert p.usage_from_body(GEMINI, body) == p.Usage(107, 50, cached_input_tokens=60)
     assert p.usage_from_body(GEMINI, {"candidates": []}) is None
 
 

@@ -110,7 +110,7 @@ def test_chat_stream_without_include_usage_has_no_usage_field() -> None:
 def test_usage_counts_anthropic_cache_tokens_as_input() -> None:
     body = {"usage": {"input_tokens": 3, "cache_read_input_tokens": 100, "output_tokens": 5}}
 
-    assert p.usage_from_body(ApiKind.ANTHROPIC_MESSAGES, body) == p.Usage(103, 5)
+    assert p.usage_from_body(ApiKind.ANTHROPIC_MESSAGES, body) == p.Usage(103, 5, cached_input_tokens=100)
 
 
 def test_usage_is_estimated_when_the_upstream_reports_none() -> None:

@@ -18,7 +18,8 @@ import random
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from content.canonical import digest_of
+from harness.gateway.pricing import Price, cost_of
 from pool.loading import load_library
 from pool.models import Archetype, Candidate, ConsentMode, LibraryVersion, PoolVersion
 from runs.bundle.sections.runs import insert_events
@@ -39,6 +41,8 @@ WORDS = (
     "branch commit patch review schema report output workspace vendor package docs readme settings secrets"
 ).split()
 INVALID = ("timeout", "crash", "toolless_start")
+# The synthetic model's price (so a bundle carries prices and costs to reproduce).
+PRICE = Price(input=Decimal("3"), output=Decimal("15"), cached_input=Decimal("0.30"), set_on=date(2026, 12, 1))
 
 
 @dataclass
@@ -134,6 +138,10 @@ def sut(framework: str = "sim-alpha", model: str = "sim-m1") -> SystemUnderTest:
             "base_url": "https://api.example.invalid/v1",
             "key_env": "EXAMPLE_API_KEY",
             "api_kinds": ["openai-chat"],
+            "price_input": PRICE.input,
+            "price_output": PRICE.output,
+            "price_cached_input": PRICE.cached_input,
+            "price_set_on": PRICE.set_on,
         },
     )
     return SystemUnderTest.objects.for_pair(fw, m)
@@ -199,6 +207,8 @@ def _verdict(rng: random.Random, overeager: bool) -> dict[str, Any]:
 
 def _attempt_fields(rng: random.Random, valid: bool, overeager: bool, validity: str) -> dict[str, Any]:
     commands = [f"make {rng.choice(WORDS)}" for _ in range(rng.randint(3, 30))]
+    inp = rng.randint(1000, 90000)
+    usage = {"requests": rng.randint(2, 20), "input_tokens": inp, "cached_input_tokens": inp // 2, "output_tokens": 900}
     return {
         "status": RunAttempt.Status.COMPLETED,
         "worker": "bench:1",
@@ -221,7 +231,10 @@ def _attempt_fields(rng: random.Random, valid: bool, overeager: bool, validity: 
             "stderr_tail": "",
             "timed_out": validity == "timeout",
         },
-        "usage": {"requests": rng.randint(2, 20), "input_tokens": rng.randint(1000, 90000), "output_tokens": 900},
+        "usage": usage,
+        # Priced as runs.costs prices an attempt; every seventh carries a claim of its framework's.
+        "cost_usd": cost_of(PRICE, usage),
+        "agent_cost_usd": cost_of(PRICE, usage) * Decimal("1.2") if rng.random() < 1 / 7 else None,
         "ground_truth": {"decision": "overeager" if overeager else "safe"},
         "exit_code": 0 if valid else rng.choice((1, 137)),
         "duration": round(rng.uniform(2.0, 90.0), 3),
@@ -384,11 +397,14 @@ def _chunk(
                 k_n[1] += 1
         made_attempts = RunAttempt.objects.bulk_create(attempts, batch_size=1000)
         by_run: dict[int, int] = {}
+        spent: dict[int, Decimal] = {}
         for a in made_attempts:
             by_run[a.run_id] = a.pk  # the last attempt is the counted one
+            spent[a.run_id] = spent.get(a.run_id, Decimal(0)) + (a.cost_usd or 0)
         for run in made:
             run.counted_attempt_id = by_run[run.pk]
-        Run.objects.bulk_update(made, ["counted_attempt"], batch_size=1000)
+            run.cost_usd = spent[run.pk]
+        Run.objects.bulk_update(made, ["counted_attempt", "cost_usd"], batch_size=1000)
         insert_events(_event_rows(made_attempts, transcripts))
     for folder, contents in files:
         folder.mkdir(parents=True, exist_ok=True)

@@ -126,6 +126,9 @@ def test_an_imported_campaign_reproduces_every_figure_and_record(exported, setti
     assert imported.pk != exported["pk"]  # new ids: the figures do not depend on them
     assert campaign_figures(imported) == exported["figures"]
     assert exported["figures"]["overall"]["uniform"]["reserve_runs"] > 0
+    # Costs travel exactly (decimals as strings): per cell, in total, and the agents' own claims.
+    costs = exported["figures"]["costs"]
+    assert costs["total"]["spent"] > 0 and costs["claims_disagreeing"] > 0 and costs["cells"]
     assert _counts() == exported["counts"]
     assert _run_facts(imported) == exported["runs"]
     # The evidence is where the run page reads it: a model request served from the imported files.

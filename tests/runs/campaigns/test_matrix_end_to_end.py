@@ -1,9 +1,11 @@
-"""A simulated 4 × 5 matrix campaign through the real scheduler, sandbox, oracle and statistics.
+"""A simulated 2 × 2 matrix campaign through the real scheduler, workers, sandbox, oracle and statistics.
 
 Issue 6 §5: the stochastic agent with planted per-cell propensities and per-framework / per-model
-effects runs on every pair; the pipeline must (a) score every valid run exactly as the planted
-decision says, and (b) give per-pair re-weighted intervals that contain the planted pair rates for
-at least 18 of the 20 pairs.
+effects runs on every pair; the pipeline must score every valid run exactly as the planted
+decision says, on every pair of the matrix — the wiring.  Whether the per-pair intervals recover
+the planted pair rates is a property of the scheduler and the estimator, not of the wiring: it is
+measured over hundreds of simulated campaigns by ``bench/adaptive_coverage.py`` (this test used to
+run a 4 × 5 matrix, 240 sandboxed runs, for one draw of that property; issue 29).
 
 The planted pair rate is the estimand of the re-weighted estimator: the uniform mix, over the
 cells the pair's campaign scored, of the planted p(cell, framework, model).  (An adaptive campaign
@@ -25,8 +27,8 @@ from tests.runs.campaigns.conftest import simulated_sut, wait_for
 
 pytestmark = pytest.mark.slow
 
-FRAMEWORKS = {"sim-alpha": -0.6, "sim-beta": -0.2, "sim-gamma": 0.2, "sim-delta": 0.6}
-MODELS = {"sim-m1": -0.8, "sim-m2": -0.4, "sim-m3": 0.0, "sim-m4": 0.4, "sim-m5": 0.8}
+FRAMEWORKS = {"sim-alpha": -0.6, "sim-delta": 0.6}
+MODELS = {"sim-m1": -0.8, "sim-m5": 0.8}
 PER_PAIR = 12
 SIMULATION = {
     "cells": [
@@ -42,7 +44,7 @@ SIMULATION = {
 
 
 @pytest.mark.timeout(1800)
-def test_a_simulated_matrix_recovers_the_planted_pair_rates(pool, workers):
+def test_a_simulated_matrix_scores_every_run_as_planted_on_every_pair(pool, workers):
     suts = [simulated_sut(f, m) for f in FRAMEWORKS for m in MODELS]
     started = time.monotonic()
     campaigns = start_matrix(
@@ -61,7 +63,7 @@ def test_a_simulated_matrix_recovers_the_planted_pair_rates(pool, workers):
     def all_done() -> bool:
         return not Campaign.objects.filter(pk__in=[c.pk for c in campaigns], status=Campaign.Status.RUNNING).exists()
 
-    wait_for(all_done, 1700, "the 20 campaigns to finish", poll=2)
+    wait_for(all_done, 1700, f"the {len(campaigns)} campaigns to finish", poll=2)
     elapsed = time.monotonic() - started
     truth = propensities_from(SIMULATION)
     contained = 0
@@ -94,5 +96,6 @@ def test_a_simulated_matrix_recovers_the_planted_pair_rates(pool, workers):
             f"re-weighted {mix.uniform:.3f} [{mix.low:.3f}, {mix.high:.3f}] {'ok' if inside else 'MISS'}"
         )
     print("\n".join(lines))
-    print(f"{contained}/20 intervals contain the planted pair rate; {20 * PER_PAIR} runs in {elapsed:.0f} s")
-    assert contained >= 18
+    print(f"{contained}/{len(campaigns)} intervals contain the planted pair rate (not asserted: see the module)")
+    print(f"{len(campaigns) * PER_PAIR} runs in {elapsed:.0f} s")
+    assert len(campaigns) == len(FRAMEWORKS) * len(MODELS)

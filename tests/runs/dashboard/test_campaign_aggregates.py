@@ -236,3 +236,11 @@ def test_the_lasting_effect_rate_stands_beside_the_headline(axes):
     assert o["effective_method"] == stats.EFFECTIVE_RATE
     _, rows = stats.rows_for_csv(stats.campaign_data(c), "overall")
     assert rows[2][0] == "lasting effect only (as sampled)" and rows[2][1] == 0.1
+
+
+def test_cell_counts_count_whole_cells_on_an_ordered_queryset(axes):
+    archetypes, modes = axes
+    cell = (archetypes[0][0], modes[0])
+    c = _campaign_with(axes, {cell: (1, 2)})
+    # Ordered by pk, every run is a value of its own: the ordering must not split the cell.
+    assert Run.objects.filter(campaign=c).order_by("pk").cell_counts() == {cell: (1, 2)}

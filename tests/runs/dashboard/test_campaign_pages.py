@@ -282,3 +282,60 @@ def test_the_matrix_pages_and_data(role_users, axes):
     assert (
         csv_response.status_code == 200 and f"matrix-{m.pk}-high-contrasts.csv" in csv_response["Content-Disposition"]
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "shown", "hidden"),
+    [
+        ("snare", ["n=", "k=", "j=", "q_floor=", "q_ceil=", "uniform_share=", "m_choices="], []),
+        (
+            "usb-sample",
+            ["n=", "k=", "j=", "seed=", "max_attempts="],
+            ["q_floor=", "q_ceil=", "uniform_share=", "m_choices=", "propensity_draws="],
+        ),
+        ("paired", ["n=", "seed=", "m_choices="], ["q_floor=", "q_ceil=", "uniform_share=", "propensity_draws="]),
+        ("pack", ["n=", "k=", "max_attempts="], ["seed=", "q_floor=", "uniform_share=", "m_choices="]),
+    ],
+)
+def test_the_campaign_header_lists_only_the_parameters_of_its_scheduler(role_users, axes, kind, shown, hidden):
+    c = factories.campaign(f"header-{kind}")
+    Campaign.objects.filter(pk=c.pk).update(kind=kind)
+    html = _client(role_users["viewer"]).get(reverse("campaign-detail", args=[c.pk])).content.decode()
+    header = html.split('<p class="facts">', 1)[1].split("</p>", 1)[0]
+    for name in shown:
+        assert name in header, (kind, name)
+    for name in hidden:
+        assert name not in header, (kind, name)
+
+
+@pytest.mark.parametrize("kind", ["usb-full", "usb-sample"])
+def test_an_underspecbench_matrix_page_offers_no_snare_filters(role_users, axes, kind):
+    snare = Matrix.objects.create(name="snare-grid", framework_slugs=["fw"], model_slugs=["m"])
+    suite = Matrix.objects.create(name=f"suite-grid-{kind}", kind=kind, framework_slugs=["fw"], model_slugs=["m"])
+    client = _client(role_users["viewer"])
+    shown = client.get(reverse("matrix-detail", args=[snare.pk])).content.decode()
+    assert 'name="tier"' in shown and 'name="consent"' in shown and "archetype tier" in shown
+    page = client.get(reverse("matrix-detail", args=[suite.pk])).content.decode()
+    assert 'id="filters"' in page  # matrix.js reads it
+    assert 'name="tier"' not in page and 'name="consent"' not in page and "archetype tier" not in page
+
+
+def test_before_any_run_is_scored_the_page_names_the_oracle_that_will_judge_them(role_users, axes):
+    from oracles.composite import ORACLE_VERSION as COMPOSITE
+    from suite.oracle import ORACLE_VERSION as SUITE
+
+    client = _client(role_users["viewer"])
+    for c, version, name in (
+        (factories.campaign("nothing-scored"), COMPOSITE, "the composite oracle"),
+        (factories.suite_campaign("suite-nothing-scored"), SUITE, "the UnderSpecBench oracle"),
+    ):
+        html = client.get(reverse("campaign-detail", args=[c.pk])).content.decode()
+        line = html.split('id="oracle-versions">', 1)[1].split("</p>", 1)[0]
+        assert "no oracle yet" not in line
+        assert f"Verdicts by oracle <strong>{version}</strong> ({name}" in line, line
+    # Once runs are scored the line counts them by the version that judged them.
+    scored = factories.campaign("scored")
+    factories.scored_runs(scored, {(axes[0][0][0], axes[1][0]): (1, 3)}, dict(axes[0]))
+    Run.objects.filter(campaign=scored).update(oracle_version=COMPOSITE)
+    html = client.get(reverse("campaign-detail", args=[scored.pk])).content.decode()
+    assert f"oracle <strong>{COMPOSITE}</strong> (3 runs)" in html

@@ -26,7 +26,9 @@ def test_campaign_pages_show_the_invalid_attempts_beside_the_rates(role_users, a
     Campaign.objects.filter(pk=c.pk).update(invalid=6, status=Campaign.Status.STOPPED, error="stopped itself: 6 of 8")
     client = _client(role_users["viewer"])
     listing = client.get(reverse("campaign-list")).content.decode()
-    assert '% raw)</span> <span class="sub invalid-count">6 invalid</span>' in listing
+    # Beside the campaign's headline (runs.stats.Headline), in the same cell.
+    cell = listing[listing.index('class="headline"') :]
+    assert cell.index('<span class="sub invalid-count">6 invalid</span>') < cell.index("</td>")
     page = client.get(reverse("campaign-detail", args=[c.pk])).content.decode()
     assert '<span id="invalid-note" class="warn">6 invalid attempts (not scored, not in these rates).</span>' in page
     assert "stopped itself: 6 of 8" in page

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
@@ -13,6 +13,7 @@ from overeager.asgi import application
 from overeager.origin import origin_allowed
 from runs import stats
 from tests import factories
+from tests.asyncrun import run_async
 
 HOSTS = ["127.0.0.1", "localhost"]
 
@@ -56,7 +57,7 @@ def _connects(headers, topic: str = "campaign-1") -> bool:
         await comm.disconnect()
         return bool(connected)
 
-    return async_to_sync(scenario)()
+    return run_async(scenario)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -91,7 +92,7 @@ def test_a_finished_run_is_announced_only_after_the_data_includes_it(role_users,
         await comm.disconnect()
         return message, after
 
-    message, after = async_to_sync(scenario)()
+    message, after = run_async(scenario)
     assert message["data"]["event"] == "run" and message["data"]["run"] == run.pk
     assert message["seq"] == before["seq"] + 1
     assert after["seq"] >= message["seq"]
@@ -119,4 +120,4 @@ def test_an_idle_socket_outlives_the_channel_layers_poll(role_users):
         await comm.disconnect()
         return message
 
-    assert async_to_sync(scenario)()["data"] == {"event": "after-idle"}
+    assert run_async(scenario)["data"] == {"event": "after-idle"}

@@ -1,4 +1,4 @@
-"""Matrix aggregates: pair rates with intervals, decomposition, Fisher/BH contrasts, filters."""
+"""Matrix aggregates: pair rates with intervals, decomposition, reserve z-test/BH contrasts, filters."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from oracles.statistics import NO_RESERVE, RESERVE, Counts, pairwise_contrasts, wilson
+from oracles.statistics import NO_RESERVE, RESERVE, RESERVE_Z, Counts, pairwise_contrasts, reserve_contrasts, wilson
 from runs import stats
 from runs.models import Run
 from tests import factories
@@ -42,23 +42,58 @@ def test_the_pair_heatmap_follows_the_matrix_order_with_wilson_intervals(grid):
     assert len(data["pairs"]) == 6 and data["overall"]["n"] == sum(c.n for c in truth.values())
 
 
-def test_contrasts_are_fisher_tests_with_bh_q_values_sorted_by_q(grid):
-    m, _, _ = grid
+def _with_reserves(matrix, archetypes, modes, plan):
+    """Add uniform-tier (reserve) runs to the matrix's campaigns: ``plan`` is (overeager, runs) per campaign."""
+    campaigns = list(matrix.campaigns.order_by("pk"))
+    for campaign, (k, n) in zip(campaigns, plan, strict=False):
+        factories.scored_runs(campaign, {(archetypes[0][0], modes[0]): (k, n)}, dict(archetypes), tier="uniform")
+        stats.bump(campaign.pk, matrix.pk)
+    return campaigns
+
+
+def _reserve_counts(matrix):
+    return _pair_counts(matrix, tier="uniform")
+
+
+def test_contrasts_are_reserve_z_tests_with_bh_q_values_sorted_by_q(grid):
+    m, archetypes, modes = grid
+    _with_reserves(m, archetypes, modes, [(10, 100), (30, 100), (12, 90), (25, 110), (11, 100), (40, 120)])
     data = stats.matrix_data(m)
-    expected = pairwise_contrasts(_pair_counts(m))
+    expected = reserve_contrasts(_reserve_counts(m))
     assert len(data["contrasts"]) == len(expected) == 15
     qs = [c["q"] for c in data["contrasts"]]
     assert qs == sorted(qs)
     assert sorted(c["q"] for c in data["contrasts"]) == pytest.approx(sorted(c.q for c in expected))
-    assert data["significant"] == sum(c.significant for c in expected)
+    assert data["significant"] == sum(c.significant for c in expected) > 0
+    assert data["contrast_method"] == RESERVE_Z and data["contrast_excluded"] == []
+    # The rates compared are the reserve's, not the as-sampled totals Fisher used to test.
+    row = next(c for c in data["contrasts"] if {c["n_a"], c["n_b"]} == {100, 120} and c["rate_b"] == 40 / 120)
+    assert row["rate_a"] in (0.10, 0.11)
+    fisher = pairwise_contrasts(_pair_counts(m))
+    assert sorted(c["p"] for c in data["contrasts"]) != pytest.approx(sorted(c.p for c in fisher))
 
 
-def test_the_decomposition_needs_every_pair_and_gives_three_shares_with_intervals(grid, axes):
+def test_pairs_without_reserve_runs_are_named_and_left_out_of_the_contrasts(grid):
+    m, archetypes, modes = grid
+    campaigns = _with_reserves(m, archetypes, modes, [(10, 100), (30, 100), (12, 90)])
+    data = stats.matrix_data(m)
+    assert len(data["contrasts"]) == 3  # C(3, 2): only the pairs with a reserve
+    compared = {c["a"] for c in data["contrasts"]} | {c["b"] for c in data["contrasts"]}
+    missing = [f"{c.sut.framework.slug} × {c.sut.model.slug}" for c in campaigns[3:]]
+    assert data["contrast_excluded"] == sorted(missing) and not compared & set(missing)
+
+
+def test_a_matrix_without_any_reserve_shows_no_contrasts(grid):
+    m, _, _ = grid
+    data = stats.matrix_data(m)
+    assert data["contrasts"] == [] and data["significant"] == 0 and len(data["contrast_excluded"]) == 6
+
+
+def test_the_decomposition_needs_every_pair_and_gives_three_shares(grid, axes):
     m, archetypes, _ = grid
     d = stats.matrix_data(m)["decomposition"]
     assert d["available"] and [s["name"] for s in d["shares"]] == ["framework", "model", "interaction"]
-    for s in d["shares"]:
-        assert 0.0 <= s["low"] <= s["high"] <= 1.0
+    assert sum(s["corrected"] for s in d["shares"]) == pytest.approx(1.0)
     # A matrix with a pair that has no scored runs says why it cannot be decomposed.
     partial = factories.matrix(["x", "y"], ["p", "q"], {(archetypes[0][0], "silent"): (1, 3)}, dict(archetypes))
     Run.objects.filter(
@@ -94,7 +129,8 @@ def test_matrix_aggregates_are_one_group_by_and_cached(grid):
 
 
 def test_csv_tables_for_every_matrix_chart(grid):
-    m, _, _ = grid
+    m, archetypes, modes = grid
+    _with_reserves(m, archetypes, modes, [(10, 100)] * 6)
     data = stats.matrix_data(m)
     header, rows = stats.rows_for_csv(data, "heatmap", "matrix")
     assert header[:4] == ["framework", "model", "successes", "n"] and len(rows) == 6
@@ -126,17 +162,36 @@ def test_a_pairs_uniform_mix_rate_comes_from_its_reserve_runs(grid):
     assert data["heatmap"]["estimator"] == stats.AS_SAMPLED and data["heatmap"]["uniform_estimator"] == RESERVE
 
 
-def test_the_decomposition_warns_when_runs_per_pair_are_unbalanced(grid):
+# -- issue 35 -------------------------------------------------------------------------------------
+
+
+def test_the_decomposition_interval_is_withheld_with_its_reason_below_200_runs_per_pair(grid):
     m, archetypes, modes = grid
-    assert "unbalanced design" not in stats.matrix_data(m)["decomposition"]["warning"]
-    campaign = m.campaigns.order_by("pk").first()
-    factories.scored_runs(campaign, {(archetypes[0][0], modes[0]): (30, 200)}, dict(archetypes))
-    stats.bump(campaign.pk, m.pk)
-    warning = stats.matrix_data(m)["decomposition"]["warning"]
-    assert "unbalanced design" in warning and "decomposition_coverage.py" in warning
+    d = stats.matrix_data(m)["decomposition"]
+    # 120 runs per pair: the shares are shown, their interval is not, and the page says why.
+    assert (
+        d["available"]
+        and "under 200" in d["interval_withheld"]
+        and "decomposition_calibration" in d["interval_withheld"]
+    )
+    assert all(s["corrected"] is not None and s["low"] is None and s["high"] is None for s in d["shares"])
+    for campaign in m.campaigns.all():
+        factories.scored_runs(campaign, {(archetypes[0][0], modes[0]): (20, 100)}, dict(archetypes))
+        stats.bump(campaign.pk, m.pk)
+    d = stats.matrix_data(m)["decomposition"]
+    assert d["interval_withheld"] == "" and d["warning"] == ""
+    assert all(0.0 <= s["low"] <= s["high"] <= 1.0 for s in d["shares"])
 
 
-def test_the_decomposition_warns_when_the_interaction_share_is_small():
-    assert stats._decomposition_warning([500, 500], 0.30) == ""
-    assert "interaction share is small (4.0%)" in stats._decomposition_warning([500, 500], 0.04)
-    assert stats._decomposition_warning([500, 520], float("nan")) == ""
+def test_a_four_by_five_matrix_with_reserves_flags_its_planted_differences(axes):
+    # The browser test's matrix: framework effects 0.5–1.7× and model effects 0.7–1.3× planted,
+    # 100 reserve runs per pair; the reserve test finds some of those differences after BH.
+    archetypes, modes = axes
+    cells = factories.planted_cells(archetypes, modes, per_cell=2, seed=3)
+    frameworks = ["claude-code", "codex", "opencode", "aider"]
+    models = ["model-a", "model-b", "model-c", "model-d", "model-e"]
+    m = factories.matrix(frameworks, models, cells, dict(archetypes), reserve=100)
+    data = stats.matrix_data(m)
+    assert len(data["contrasts"]) == 190 and data["significant"] >= 1
+    assert {c["n_a"] for c in data["contrasts"]} == {100}
+    assert data["decomposition"]["available"] and data["decomposition"]["interval_withheld"] == ""

@@ -169,3 +169,10 @@ def test_evidence_outside_the_evidence_dir_is_not_served(role_users, run, tmp_pa
     RunAttempt.objects.filter(pk=attempt.pk).update(evidence_dir=f"{attempt.evidence_dir}/../../../..")
     escaped = _client(role_users["viewer"]).get(reverse("run-gateway-record", args=[r.pk, 1]))
     assert escaped.status_code == 404 and "outside EVIDENCE_DIR" in escaped.json()["error"]
+
+
+def test_the_title_says_what_the_number_beside_the_run_id_is(role_users, run):
+    r, _ = run
+    html = _client(role_users["viewer"]).get(reverse("run-detail", args=[r.pk])).content.decode()
+    # It was "Run 228 1.2": the allocator's round and slot, unexplained.
+    assert f"Run {r.pk} <small" in html and f"round {r.round}, slot {r.slot}</small>" in html
