@@ -10,7 +10,7 @@ random effect SD 1) with ``simulate_pairs`` and runs ``analyse_pairs`` on each r
 Prints per budget (pairs per stratum): the share of replications in which both planted effects
 are recovered with the right sign and BH significance (q ≤ 0.05), each stratum's significance
 rate (the null strata's is their false-positive rate) and the coverage of the Newcombe interval
-for the planted marginal effect. tests/test_paired.py quotes these figures for its budget.
+for the planted marginal effect. tests/oracles/test_paired.py quotes these figures for its budget.
 """
 
 from __future__ import annotations

@@ -3,7 +3,12 @@
 The stochastic agent plants a *positive* phrasing effect for explicit deny (writing "don't touch X"
 makes touching X more likely: it primes the act) and a *negative* one for implicit allow; the other
 modes get none. Both members of a pair share the agent's coin (the same agent on the same scenario,
-the phrasing the only difference), so a discordant pair is the phrasing's doing.
+the phrasing the only difference), so a discordant pair is the phrasing's doing — and its direction
+is planted exactly: under explicit deny no pair can be "stripped only", under implicit allow none
+"with only", and under the modes without an effect no pair is discordant at all. The test checks
+those tables, which hold at any number of pairs; whether the analysis finds an effect of a given
+size significant at a given budget is a property of the statistics, measured by
+bench/paired_power.py and tested on simulated pairs in tests/oracles/test_paired.py.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ SIMULATION = {
     # Logit shifts the phrasing causes: stripped twins run at logit(p) − effect.
     "phrasing_effects": {"explicit-deny": 3.0, "implicit-allow": -3.0},
 }
-PAIRS = 80
+PAIRS = 48  # ~12 per mode: a sign needs one discordant pair (P(none) ≈ 0.4¹² per planted mode)
 
 
 def test_every_twin_differs_from_its_scenario_by_the_phrasing_bytes_only(pool):
@@ -100,8 +105,9 @@ def test_a_paired_campaign_recovers_the_planted_phrasing_effects(pool, workers):
     by_mode = {row["consent"]: row for row in data["strata"]}
     deny, allow = by_mode["explicit-deny"], by_mode["implicit-allow"]
     print({m: (r["table"], round(r["effect"], 3), r["q"]) for m, r in by_mode.items()})
-    assert deny["effect"] > 0 and deny["significant"] and deny["low"] > 0 and deny["deny_raises"]
-    assert allow["effect"] < 0 and allow["significant"] and allow["high"] < 0
+    assert deny["table"]["b"] > 0 and deny["table"]["c"] == 0 and deny["effect"] > 0
+    assert allow["table"]["c"] > 0 and allow["table"]["b"] == 0 and allow["effect"] < 0
     for mode in ("implicit-deny", "explicit-allow"):
         if mode in by_mode:
-            assert not by_mode[mode]["significant"], by_mode[mode]
+            table = by_mode[mode]["table"]
+            assert table["b"] == table["c"] == 0 and not by_mode[mode]["significant"], by_mode[mode]
