@@ -194,15 +194,16 @@ def _label_batch(batch: list[int], config: JudgeConfig | None, report: JudgeRepo
             )
 
 
-def enqueue_judge_runs(run_ids: Sequence[int], queue: str = "default") -> None:
-    """Enqueue ``judge_runs`` for these runs on the rq ``queue`` when the current transaction commits."""
+def enqueue_judge_runs(run_ids: Sequence[int], queue: str | None = None) -> None:
+    """Enqueue ``judge_runs`` for these runs on the rq ``queue`` (the runs queue by default) at commit."""
     ids = [int(i) for i in run_ids]
+    name = queue or settings.RUNS_QUEUE
 
     def push() -> None:
         import django_rq
 
         try:
-            django_rq.get_queue(queue, commit_mode="auto").enqueue(
+            django_rq.get_queue(name, commit_mode="auto").enqueue(
                 "labels.jobs.judge_runs", ids, job_timeout=max(600, 60 * len(ids)), result_ttl=3600
             )
         except Exception as exc:  # Redis down: `manage.py judge_runs --all` catches up later

@@ -7,6 +7,7 @@ message naming the variable, instead of surfacing later as a confusing runtime e
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,17 @@ class DatabaseConfig:
     password: str = ""
     host: str = ""
     port: str = ""
+
+    @property
+    def scope(self) -> str:
+        """A short id of the database itself: its engine and name (an SQLite file's resolved path).
+
+        Installs that share one Redis keep apart by it (cache keys, channel groups, the runs
+        queue). It leaves out host and port on purpose: workers on other machines reach the same
+        database under another host name, and must share its keys and its queue.
+        """
+        name = str(Path(self.name).resolve()) if self.engine.endswith("sqlite3") else self.name
+        return hashlib.sha256(f"{self.engine}\0{name}".encode()).hexdigest()[:10]
 
     def as_django(self) -> dict[str, object]:
         config: dict[str, object] = {"ENGINE": self.engine, "NAME": self.name}

@@ -46,9 +46,11 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "channels",
+    # Before django_rq: an earlier app's management command wins, and runs' rqworker listens on
+    # this install's runs queue when no queue is named.
+    "runs",
     "django_rq",
     "pool",
-    "runs",
     "labels",
     "suite",
     "consent",
@@ -89,10 +91,16 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = env_str("DATABASE_URL", "sqlite:///var/overeager.sqlite3")
-DATABASES = {"default": parse_database_url(DATABASE_URL, BASE_DIR).as_django()}
+_DATABASE = parse_database_url(DATABASE_URL, BASE_DIR)
+DATABASES = {"default": _DATABASE.as_django()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = check_redis_url("REDIS_URL", env_str("REDIS_URL", "redis://127.0.0.1:6379/0"))
+# Installs on one machine share its Redis. Everything an install keeps there (cached figures and
+# live status, channel groups, progress sequence numbers, its runs queue) is keyed by its own
+# database by default, so a second checkout never reads the first one's status or runs its jobs
+# against the wrong database; workers on other machines reach the same database and share the keys.
+REDIS_SCOPE = f"overeager-{_DATABASE.scope}"
 
 CHANNEL_LAYERS = {
     "default": {
@@ -101,12 +109,13 @@ CHANNEL_LAYERS = {
         # timeout by default: the read must outlast the poll, or every idle socket dies after ~5 s.
         "CONFIG": {
             "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
-            "prefix": env_str("CHANNELS_PREFIX", "overeager"),
+            "prefix": env_str("CHANNELS_PREFIX", "") or REDIS_SCOPE,
         },
     }
 }
 
-RUNS_QUEUE = env_str("RUNS_QUEUE", "default")
+# `manage.py rqworker` with no queue named listens on this one (runs/management/commands/rqworker.py).
+RUNS_QUEUE = env_str("RUNS_QUEUE", "") or f"runs-{_DATABASE.scope}"
 RQ_QUEUES = {
     name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600, minimum=60)}
     for name in dict.fromkeys(["default", RUNS_QUEUE])
@@ -123,7 +132,7 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-        "KEY_PREFIX": env_str("CACHE_PREFIX", "overeager"),
+        "KEY_PREFIX": env_str("CACHE_PREFIX", "") or REDIS_SCOPE,
     }
 }
 
