@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import Any, Protocol
@@ -713,11 +714,12 @@ def enqueue_run(run_id: int) -> None:
     """Enqueue the run's job when the current transaction commits (at once outside one)."""
 
     def push() -> None:
-        attempt = Run.objects.filter(pk=run_id).values_list("attempt", flat=True).first()
-        if attempt is None:
+        row = Run.objects.filter(pk=run_id).values_list("attempt", "campaign__queue").first()
+        if row is None:
             return
+        attempt, queue = row
         try:
-            _queue().enqueue(
+            _queue(queue).enqueue(
                 "runs.jobs.execute_run",
                 run_id,
                 job_id=job_id(run_id, attempt),
@@ -731,11 +733,76 @@ def enqueue_run(run_id: int) -> None:
     transaction.on_commit(push)
 
 
-def _queue() -> Any:
+def _queue(name: str = "") -> Any:
+    """The rq queue ``name`` (a campaign's own; empty: the install's runs queue)."""
     import django_rq
+    from django_rq.settings import QUEUES
 
+    name = name or settings.RUNS_QUEUE
+    # A command's own queue is named at run time, so no settings module lists it: it lives on
+    # the runs queue's Redis with its options, in every process that enqueues to it.
+    QUEUES.setdefault(name, QUEUES[settings.RUNS_QUEUE])
     # "auto": this module already defers to the commit itself.
-    return django_rq.get_queue(settings.RUNS_QUEUE, commit_mode="auto")
+    return django_rq.get_queue(name, commit_mode="auto")
+
+
+def command_queue() -> str:
+    """A fresh queue name for one run_campaign command's own workers."""
+    return f"{settings.RUNS_QUEUE}-cmd-{uuid.uuid4().hex[:10]}"
+
+
+def route_campaigns(campaign_ids: Sequence[int], queue: str, *, only_from: str | None = None) -> int:
+    """Send the run jobs of these campaigns to ``queue`` ("": the install's runs queue), the waiting ones too.
+
+    run_campaign routes the campaigns it follows to a queue only its own workers read (two
+    commands at once each run their own jobs, and its worker count bounds its concurrency), and
+    routes them back when it stops so that any worker can finish them. ``only_from`` moves only
+    campaigns still on that queue (one another command has taken since stays there). A job
+    another worker took in between still runs once: a run is claimed conditionally, so the job
+    re-enqueued for it finds it claimed and does nothing. Returns the number of queued runs moved.
+    """
+    with transaction.atomic():
+        chosen = Campaign.objects.select_for_update().filter(pk__in=list(campaign_ids)).exclude(queue=queue)
+        if only_from is not None:
+            chosen = chosen.filter(queue=only_from)
+        before = dict(chosen.values_list("pk", "queue"))
+        Campaign.objects.filter(pk__in=list(before)).update(queue=queue, queue_since=timezone.now() if queue else None)
+        waiting = list(
+            Run.objects.filter(campaign_id__in=list(before), status=Run.Status.QUEUED).values_list(
+                "pk", "attempt", "campaign_id"
+            )
+        )
+        Run.objects.filter(pk__in=[pk for pk, _, _ in waiting]).update(enqueued_at=timezone.now())
+    for pk, attempt, campaign_id in waiting:
+        try:
+            _queue(before[campaign_id]).remove(job_id(pk, attempt))
+        except Exception as exc:  # Redis down: the watchdog re-enqueues; a stale job finds its run claimed
+            log.warning("could not take run %s off queue %r: %s", pk, before[campaign_id] or settings.RUNS_QUEUE, exc)
+        enqueue_run(pk)
+    return len(waiting)
+
+
+def release_unserved_queues(grace_s: float = 120.0) -> int:
+    """Route running campaigns back to the runs queue when no live worker reads their own queue.
+
+    The command that routed them there was killed without routing them back (its workers die
+    with it; rq forgets a dead worker when its heartbeat lapses). ``grace_s`` covers a command
+    between routing its campaigns and its workers' first heartbeat. Returns the campaigns moved.
+    """
+    from rq import Worker
+
+    cutoff = timezone.now() - timedelta(seconds=grace_s)
+    moved = 0
+    routed = Campaign.objects.filter(status=Campaign.Status.RUNNING).exclude(queue="")
+    for queue in sorted(set(routed.values_list("queue", flat=True))):
+        if routed.filter(queue=queue, queue_since__gte=cutoff).exists():
+            continue  # routed recently: its workers may still be starting
+        ids = list(routed.filter(queue=queue).values_list("pk", flat=True))
+        if Worker.all(queue=_queue(queue)):
+            continue
+        route_campaigns(ids, "", only_from=queue)
+        moved += len(ids)
+    return moved
 
 
 def _job_timeout(run_id: int) -> int:
@@ -749,6 +816,7 @@ def _job_timeout(run_id: int) -> int:
 @dataclass
 class ReconcileReport:
     reaped: int = 0
+    released: int = 0  # campaigns whose command's own queue no worker reads any more
     reenqueued: int = 0
     advanced: int = 0
 
@@ -817,6 +885,7 @@ def reconcile(now: Any = None) -> ReconcileReport:
     report = ReconcileReport()
     report.reaped = reap_expired_leases(now)
     try:
+        report.released = release_unserved_queues()
         report.reenqueued = reenqueue_lost_jobs()
     except Exception as exc:  # Redis unreachable: try again next pass
         log.warning("could not check the queue: %s", exc)

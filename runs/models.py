@@ -452,6 +452,13 @@ class Campaign(models.Model):
     )
     stop_reason = models.CharField(max_length=20, blank=True, choices=StopReason.choices)
     cost_estimate = models.JSONField(default=dict, blank=True, help_text="The cost estimate shown when it started.")
+    queue = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="The rq queue its run jobs go to while a run_campaign command's own workers serve it; "
+        "empty: the install's runs queue (RUNS_QUEUE), which every worker reads.",
+    )
+    queue_since = models.DateTimeField(null=True, blank=True, help_text="When it was routed to its own queue.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -20,8 +20,9 @@ from runs.bundle.sections.systems import redact
 from runs.models import Campaign
 
 CAMPAIGNS = "campaigns.jsonl"
-# created_by: the account that started it is who clicked, not a result (and not the other install's user).
-CAMPAIGN = Codec(Campaign, refs=("sut", "matrix", "pool"), drop=("created_by",))
+# created_by: the account that started it is who clicked, not a result (and not the other install's user);
+# queue: where this install's workers found its jobs, nothing the other install can use.
+CAMPAIGN = Codec(Campaign, refs=("sut", "matrix", "pool"), drop=("created_by", "queue", "queue_since"))
 
 
 def campaign_record(c: Campaign) -> dict[str, Any]:

@@ -27,4 +27,10 @@ class Command(RqWorkerCommand):
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        from django_rq.settings import QUEUES
+
+        # A run_campaign command's own queue is named at run time (runs.campaigns.command_queue):
+        # no settings module lists it, and it lives on the runs queue's Redis.
+        for name in args:
+            QUEUES.setdefault(name, QUEUES[settings.RUNS_QUEUE])
         super().handle(*(args or default_queues()), **options)

@@ -38,10 +38,12 @@ from runs import costs, stats
 from runs.campaigns import (
     CampaignError,
     campaign_params,
+    command_queue,
     plan_of,
     reconcile,
     resume_campaign,
     resume_matrix,
+    route_campaigns,
     start_campaign,
     start_matrix,
 )
@@ -150,12 +152,27 @@ class Command(BaseCommand):
         workers = opts["workers"]
         if workers is None:
             workers = self._default_workers(campaigns)
-        procs = start_workers(workers)
+        self._serve([c.pk for c in campaigns], workers, opts["timeout"])
+        self._report([c.pk for c in campaigns])
+
+    def _serve(self, ids: list[int], workers: int, timeout: float) -> None:
+        """Follow the campaigns to their end, with ``workers`` local workers of their own.
+
+        With local workers the campaigns' jobs go to a queue only those workers read, so a second
+        command at the same time runs its own jobs on its own workers and each command's worker
+        count bounds its concurrency; when the command stops (done, timed out, interrupted) they
+        go back to the install's runs queue for any worker. ``--workers 0`` leaves them there.
+        """
+        queue = command_queue() if workers > 0 else ""
+        if queue:
+            route_campaigns(ids, queue)
+        procs = start_workers(workers, queue)
         try:
-            self._follow([c.pk for c in campaigns], opts["timeout"])
+            self._follow(ids, timeout)
         finally:
             stop_workers(procs)
-        self._report([c.pk for c in campaigns])
+            if queue:
+                route_campaigns(ids, "", only_from=queue)
 
     # -- creating or finding the campaigns ------------------------------------------------------
 
@@ -286,11 +303,7 @@ class Command(BaseCommand):
             self.stdout.write(f"pilot campaign {pilot.pk} {pname!r} ({pilot.status})")
             ids.append(pilot.pk)
         workers = opts["workers"] if opts["workers"] is not None else 1
-        procs = start_workers(workers)
-        try:
-            self._follow(ids, opts["timeout"])
-        finally:
-            stop_workers(procs)
+        self._serve(ids, workers, opts["timeout"])
         self._report(ids)
 
     def _simulation(self, opts: dict[str, Any]) -> dict[str, Any]:
@@ -548,14 +561,18 @@ def finished_run_lines(campaign_ids: list[int], seen: set[int], *, blind: bool =
     return lines
 
 
-def start_workers(count: int) -> list[subprocess.Popen[bytes]]:
-    """Local rq workers for this command's lifetime (they die with it: PR_SET_PDEATHSIG)."""
+def start_workers(count: int, queue: str = "") -> list[subprocess.Popen[bytes]]:
+    """Local rq workers on ``queue`` (default: the runs queue) for this command's lifetime.
+
+    They die with it (PR_SET_PDEATHSIG); the watchdog then routes its campaigns back to the runs
+    queue (runs.campaigns.release_unserved_queues).
+    """
     procs = []
     manage = Path(settings.BASE_DIR) / "manage.py"
     for _ in range(max(0, count)):
         procs.append(
             subprocess.Popen(
-                [sys.executable, str(manage), "rqworker", settings.RUNS_QUEUE, "--verbosity", "0"],
+                [sys.executable, str(manage), "rqworker", queue or settings.RUNS_QUEUE, "--verbosity", "0"],
                 env={**os.environ},
                 stdin=subprocess.DEVNULL,
                 preexec_fn=die_with_parent,
