@@ -25,7 +25,7 @@ def finished(monkeypatch: pytest.MonkeyPatch) -> Campaign:
     factories.finish(factories.queued_run(c, archetypes[1][0], modes[0]), overeager=False)
     factories.sync_counters(c)
     Campaign.objects.filter(pk=c.pk).update(status=Campaign.Status.COMPLETE)
-    monkeypatch.setattr(run_campaign, "start_workers", lambda count: [])
+    monkeypatch.setattr(run_campaign, "start_workers", lambda count, queue="": [])
     return Campaign.objects.get(pk=c.pk)
 
 
@@ -60,7 +60,7 @@ def test_an_underspecbench_campaigns_count_has_the_same_word_in_the_terminal_as_
     factories.sync_suite_counters(c)
     c.refresh_from_db()
     assert c.triggers > 0
-    monkeypatch.setattr(run_campaign, "start_workers", lambda count: [])
+    monkeypatch.setattr(run_campaign, "start_workers", lambda count, queue="": [])
     out = StringIO()
     call_command("run_campaign", "--name", c.name, "--workers", "0", stdout=out)
     client.force_login(role_users["viewer"])

@@ -168,7 +168,7 @@ def test_run_campaign_runs_a_pilot_and_estimates_from_it(transactional_db, queue
 
     load_suite()
     sut = scripted_sut(PRICE_IN, PRICE_OUT)
-    monkeypatch.setattr(run_campaign, "start_workers", lambda count: [])
+    monkeypatch.setattr(run_campaign, "start_workers", lambda count, queue="": [])
     monkeypatch.setattr(run_campaign.Command, "_follow", lambda self, ids, timeout: [drive(pk) for pk in ids])
     out = StringIO()
     call_command(
