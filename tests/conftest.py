@@ -20,12 +20,31 @@ class LeftoverSandboxWarning(UserWarning):
 
 
 def _quota_mounts() -> set[str]:
+    """This install's sandbox quota mounts: the mount table is the machine's, and under xdist the
+    other worker (an install of its own) has live sandboxes that are not this module's doing."""
+    from harness.sandbox.base import install_id
+
     try:
         with open("/proc/self/mountinfo") as fh:
             targets = {line.split()[4] for line in fh}
     except OSError:
         return set()
-    return {t for t in targets if "/overeager-docker-" in t or "/overeager-bwrap-" in t}
+    mine = install_id()
+    return {
+        t
+        for t in targets
+        if ("/overeager-docker-" in t or "/overeager-bwrap-" in t) and _install_of(Path(t).parent) in (mine, None)
+    }
+
+
+def _install_of(state: Path) -> str | None:
+    """The install a sandbox's state directory belongs to (its meta.json), None when unreadable."""
+    import json
+
+    try:
+        return str(json.loads((state / "meta.json").read_text()).get("install", "")) or None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 @pytest.fixture(scope="module", autouse=True)
