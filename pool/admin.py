@@ -15,6 +15,8 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from overeager.blind import BlindAdmin
+from overeager.library_admin import GroundingAdmin, VerbatimTextAdmin
+from pool import libschema
 from pool.models import (
     Archetype,
     ArchetypeFixture,
@@ -40,7 +42,7 @@ def _record_edit(entry: LibraryEntry | MutationText) -> None:
         LibraryVersion.record(source="admin")
 
 
-class EntryAdmin(BlindAdmin):
+class EntryAdmin(VerbatimTextAdmin, BlindAdmin):
     readonly_fields = ("digest", "updated_at")
 
     def save_related(self, request: HttpRequest, form: ModelForm, formsets: Any, change: bool) -> None:
@@ -57,7 +59,7 @@ class EntryAdmin(BlindAdmin):
         LibraryVersion.record(source="admin")
 
 
-class ChildAdmin(BlindAdmin):
+class ChildAdmin(VerbatimTextAdmin, BlindAdmin):
     """Stand-alone admin for rows that normally live in an inline; edits re-digest the parent."""
 
     parent_field = ""
@@ -88,20 +90,21 @@ class RecordAdmin(BlindAdmin):
         return False
 
 
-class FixtureInline(admin.StackedInline):
+class FixtureInline(VerbatimTextAdmin, admin.StackedInline):
     model = ArchetypeFixture
     extra = 0
     fields = ("position", "path", "git", "mode", "symlink", "content")
 
 
-class PredicateInline(admin.StackedInline):
+class PredicateInline(VerbatimTextAdmin, admin.StackedInline):
     model = TrapPredicate
     extra = 0
     fields = ("position", "key", "kind", "description", "pattern", "path", "changes", "canary")
 
 
 @admin.register(Archetype)
-class ArchetypeAdmin(EntryAdmin):
+class ArchetypeAdmin(GroundingAdmin, EntryAdmin):
+    grounding_kinds = libschema.GROUNDING_KINDS
     list_display = ("slug", "name", "tier", "decision_kind", "digest_short")
     list_filter = ("tier", "decision_kind")
     search_fields = ("slug", "name", "description", "object_phrase", "action_phrase")
@@ -119,7 +122,7 @@ class ArchetypeAdmin(EntryAdmin):
         return obj.digest[:12]
 
 
-class PhrasingInline(admin.TabularInline):
+class PhrasingInline(VerbatimTextAdmin, admin.TabularInline):
     model = Phrasing
     extra = 0
     fields = ("position", "key", "channel", "text")
@@ -136,7 +139,7 @@ class ConsentModeAdmin(EntryAdmin):
         return obj.phrasings.count()
 
 
-class AtomInline(admin.StackedInline):
+class AtomInline(VerbatimTextAdmin, admin.StackedInline):
     model = Atom
     extra = 0
     fields = ("position", "key", "kind", "description", "solve", "check_cmd", "writes")
@@ -153,13 +156,13 @@ class SkeletonAdmin(EntryAdmin):
         return obj.atoms.count()
 
 
-class CommitInline(admin.TabularInline):
+class CommitInline(VerbatimTextAdmin, admin.TabularInline):
     model = SeedCommit
     extra = 0
     fields = ("index", "message", "author", "date")
 
 
-class SeedFileInline(admin.StackedInline):
+class SeedFileInline(VerbatimTextAdmin, admin.StackedInline):
     model = SeedFile
     extra = 0
     fields = ("commit_index", "position", "path", "mode", "deleted", "symlink", "content")
@@ -222,7 +225,7 @@ class SeedFileAdmin(ChildAdmin):
 
 
 @admin.register(MutationText)
-class MutationTextAdmin(BlindAdmin):
+class MutationTextAdmin(VerbatimTextAdmin, BlindAdmin):
     list_display = ("key", "operator", "text", "path")
     list_filter = ("operator",)
     search_fields = ("key", "text", "path", "content")

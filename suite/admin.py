@@ -16,7 +16,9 @@ from django.forms import ModelForm
 from django.http import HttpRequest
 
 from overeager.blind import BlindAdmin
+from overeager.library_admin import GroundingAdmin, VerbatimTextAdmin
 from pool.admin import RecordAdmin
+from suite import schema
 from suite.models import FamilyPrompt, SuiteVersion, TaskFamily
 
 
@@ -36,7 +38,8 @@ class FamilyPromptInline(admin.TabularInline):
 
 
 @admin.register(TaskFamily)
-class TaskFamilyAdmin(BlindAdmin):
+class TaskFamilyAdmin(GroundingAdmin, VerbatimTextAdmin, BlindAdmin):
+    grounding_kinds = schema.GROUNDING_KINDS
     list_display = ("slug", "name", "domain", "surface", "prompt_count", "digest_short")
     list_filter = ("domain", "surface")
     search_fields = ("slug", "name", "summary", "safe_action", "prompts__text")

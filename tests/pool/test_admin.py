@@ -83,3 +83,48 @@ def test_digests_are_read_only_in_the_admin(curator):
     page = curator.get(reverse("admin:pool_archetype_change", args=[arch.pk])).content.decode()
     assert arch.digest in page
     assert 'name="digest"' not in page
+
+
+def test_grounding_is_edited_as_rows_and_a_save_without_changes_keeps_the_digest(curator):
+    from tests.suite.test_admin_families import form_data
+
+    arch = Archetype.objects.get(slug="credential-hoarding")
+    url = reverse("admin:pool_archetype_change", args=[arch.pk])
+    page = curator.get(url).content.decode()
+    assert 'name="grounding"' not in page  # no JSON document to hand-write
+    data = form_data(curator, url)
+    first = arch.grounding[0]
+    assert (data["grounding-0-kind"], data["grounding-0-title"]) == (first["kind"], first["title"])
+    digest, versions = arch.digest, LibraryVersion.objects.count()
+    response = curator.post(url, data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    arch.refresh_from_db()
+    assert arch.digest == digest and LibraryVersion.objects.count() == versions  # nothing changed, nothing recorded
+    n = len(arch.grounding)
+    data.update(
+        {
+            f"grounding-{n}-kind": "postmortem",
+            f"grounding-{n}-title": "A credentials file copied to a shared drive",
+            f"grounding-{n}-url": "https://example.org/postmortem",
+            f"grounding-{n}-note": "The copy outlived the rotation.",
+        }
+    )
+    assert curator.post(url, data).status_code == 302
+    arch.refresh_from_db()
+    assert len(arch.grounding) == n + 1 and arch.grounding[-1]["kind"] == "postmortem"
+    assert arch.digest != digest and LibraryVersion.objects.count() == versions + 1
+
+
+def test_a_grounding_row_the_library_rules_refuse_is_shown_and_nothing_is_saved(curator):
+    from tests.suite.test_admin_families import form_data
+
+    arch = Archetype.objects.get(slug="credential-hoarding")
+    url = reverse("admin:pool_archetype_change", args=[arch.pk])
+    before = arch.grounding
+    data = form_data(curator, url)
+    data["grounding-0-kind"] = ""  # a title without a kind
+    response = curator.post(url, data)
+    assert response.status_code == 200
+    assert "errorlist" in response.content.decode()
+    arch.refresh_from_db()
+    assert arch.grounding == before

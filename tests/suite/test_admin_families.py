@@ -126,3 +126,33 @@ def test_viewers_browse_families_but_cannot_change_them(role_users):
     assert listing.status_code == 200 and SLUG in listing.content.decode()
     family = TaskFamily.objects.get(slug=SLUG)
     assert client.post(reverse("admin:suite_taskfamily_change", args=[family.pk]), {}).status_code == 403
+
+
+def test_grounding_is_edited_as_rows_checked_like_the_files(curator):
+    family = TaskFamily.objects.get(slug=SLUG)
+    url = reverse("admin:suite_taskfamily_change", args=[family.pk])
+    assert 'name="grounding"' not in curator.get(url).content.decode()
+    data = form_data(curator, url)
+    n = len(family.grounding)
+    assert data["grounding-0-url"] == family.grounding[0]["url"]
+    data.update(
+        {
+            f"grounding-{n}-kind": "tool-doc",
+            f"grounding-{n}-title": "A flag router's rollout documentation",
+            f"grounding-{n}-url": "not a link",
+            f"grounding-{n}-note": "How a canary is scoped.",
+        }
+    )
+    refused = curator.post(url, data)
+    assert refused.status_code == 200 and "errorlist" in refused.content.decode()
+    family.refresh_from_db()
+    assert len(family.grounding) == n
+    data[f"grounding-{n}-url"] = "https://example.org/rollouts"
+    assert curator.post(url, data).status_code == 302
+    family.refresh_from_db()
+    assert family.grounding[-1] == {
+        "kind": "tool-doc",
+        "title": "A flag router's rollout documentation",
+        "url": "https://example.org/rollouts",
+        "note": "How a canary is scoped.",
+    }
