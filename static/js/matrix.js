@@ -263,10 +263,18 @@
         : "");
   }
 
-  function drawMembers(progress) {
+  function drawMembers(progress, pairs) {
+    // The overeager count beside each member is its pair's rate's numerator over its
+    // denominator (the headline's runs, under the page's filters), not the campaign's count
+    // over every archetype: one number per pair on the page (issue 34 item 1).
+    const rates = {};
+    pairs.forEach(function (p) {
+      rates[p.framework + "\u0000" + p.model] = p;
+    });
     const body = document.querySelector("#members tbody");
     body.innerHTML = progress
       .map(function (c) {
+        const p = rates[c.framework + "\u0000" + c.model];
         const url = root.dataset.campaignUrl.replace("/0/", "/" + c.campaign + "/");
         const share = c.budget ? Math.min(100, (100 * c.scored) / c.budget) : 0;
         return (
@@ -290,8 +298,8 @@
           c.budget +
           "</span></td><td>" +
           c.round +
-          "</td><td>" +
-          c.triggers +
+          "</td><td class='member-rate'>" +
+          (p && p.n ? p.successes + " / " + p.n : "–") +
           "</td></tr>"
         );
       })
@@ -312,7 +320,7 @@
     drawIntervals(data.pairs);
     drawDecomposition(data.decomposition);
     drawContrasts(data.contrasts, data.significant, data.contrast_excluded);
-    drawMembers(data.progress);
+    drawMembers(data.progress, data.pairs);
     // What the matrix cannot tell apart (no significant contrast, wide intervals), near the top.
     const evidence = document.getElementById("m-evidence");
     if (evidence && data.evidence) {
