@@ -32,7 +32,7 @@ test: install-dev
 	bash scripts/ensure_services.sh
 	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) -m pytest $(XDIST) --durations=25 $(PYTEST_ARGS)
 
-# The fast lane (not timed again since xdist; `make test` took 57 min here with a cold test pool cache): no browser, no real agent CLI images, no executed pool
+# The fast lane (README has the figures): no browser, no real agent CLI images, no executed pool
 # builds or real-worker campaigns — the tests marked `slow`. `make test` is the whole suite.
 test-fast: install-dev
 	bash scripts/ensure_services.sh
