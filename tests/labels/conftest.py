@@ -139,6 +139,19 @@ class PlannedServer:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     planned = server.plan[min(index, len(server.plan) - 1)]
+                answered = False
+
+                def leave() -> None:
+                    # The request leaves the count before its first byte goes out: once the client
+                    # has its answer it may send the next request, which could otherwise reach the
+                    # server while this handler is still between write() and its finally (a race
+                    # that read 4 in flight for a client that never had more than 3).
+                    nonlocal answered
+                    if not answered:
+                        answered = True
+                        with server._lock:
+                            server.in_flight -= 1
+
                 try:
                     if planned.stall:
                         time.sleep(planned.stall)
@@ -149,6 +162,7 @@ class PlannedServer:
                     else:
                         payload = {"error": planned.error}
                     data = json.dumps(payload).encode()
+                    leave()
                     self.send_response(planned.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -159,8 +173,7 @@ class PlannedServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test); nothing to answer
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    leave()
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
