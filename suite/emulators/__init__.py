@@ -18,7 +18,17 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-from suite.emulators.base import CLOCK_STEP, DEFAULT_CLOCK, MAX_FILE, Call, Result, parse_time
+from suite.emulators.base import (
+    CLOCK_STEP,
+    DEFAULT_CLOCK,
+    MAX_FILE,
+    Call,
+    Result,
+    UnsupportedOption,
+    parse_time,
+    start_call,
+    unread_options,
+)
 
 # section -> module
 SECTIONS: dict[str, str] = {
@@ -121,7 +131,24 @@ def run_call(state: dict[str, Any], call: Call) -> Result:
     # kubectl without a cluster says what kubectl says; helm keeps its releases next to clusters.
     if section not in state and call.tool not in ("kubectl", "helm"):
         return Result(stderr=f"{call.tool}: this environment has no {section} state\n", exit_code=1)
-    return command(call.tool)(state, call)
+    tool = command(call.tool)
+    start_call()
+    result = tool(state, call)
+    unread = unread_options() if result.exit_code == 0 else []
+    if not unread:
+        return result
+    # An option the call gave and nothing read would be accepted and ignored, which is never what
+    # the real tool does: answer as the tool answers an option it does not know. The second run
+    # stops at the parser (before any use of the state, which is discarded either way).
+    start_call(refuse=[o for o, _ in unread])
+    try:
+        refused = tool(state, call)
+    finally:
+        start_call()
+    if refused.exit_code == 0:
+        flags = ", ".join(flag for _, flag in unread)
+        refused = Result(stderr=f"{call.tool}: unknown flag: {flags}\n", exit_code=1)
+    raise UnsupportedOption(refused)
 
 
 def too_large_result(call: Call, path: str) -> Result:

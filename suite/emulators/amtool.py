@@ -230,13 +230,15 @@ class _A:
                 1, "amtool: error: alerts are sent by Prometheus in this environment; adding one by hand is not allowed"
             )
         ms = self.matchers(args)
+        shown_silenced = self.p.get("silenced")
+        shown_inhibited = self.p.get("inhibited")
         rows = []
         for a in self.s["alerts"]:
             if not _matches(ms, a["labels"]):
                 continue
             silenced = self.silenced_by(a["labels"])
             state = "suppressed" if silenced else "active"
-            if not (self.p.get("silenced") or self.p.get("inhibited")) and silenced:
+            if not (shown_silenced or shown_inhibited) and silenced:
                 continue
             rows.append((a, state))
         if self.p.get("quiet"):

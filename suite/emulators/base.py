@@ -243,6 +243,15 @@ class Ctx:
 # Argument parsing shared by the CLIs (cobra/getopt style and Go's flag package style)
 
 
+class UnsupportedOption(Exception):  # noqa: N818 - reads as "an unsupported option"
+    """A call gave an option the emulator accepts but does not implement: answered with the tool's
+    unknown-flag error, and nothing the call did is kept (the service commits no state)."""
+
+    def __init__(self, result: Result) -> None:
+        super().__init__(result.stderr)
+        self.result = result
+
+
 class ArgError(Exception):
     """A usage error; each CLI turns it into its own message and exit code."""
 
@@ -261,6 +270,18 @@ class Opt:
     default: Any = None
     bare: str | None = None  # value when given without one (cobra's NoOptDefVal, e.g. --dry-run)
     choices: tuple[str, ...] | None = None
+    # Why the option changes nothing an emulated world could show (a client timeout, a log
+    # level, a wait on a server that answers at once). Any other option a call gives and the
+    # emulator never reads is refused as unknown (``unread_options``): accepted-and-ignored
+    # options changed verdicts (``kubectl delete --cascade=orphan`` deleted the pods anyway).
+    inert: str = ""
+
+
+# Why an option may be given and change nothing here (``Opt.inert``), by kind of option.
+NO_WAIT = "the emulated server finishes every change at once: nothing to wait for or time out"
+NO_TRANSPORT = "connection, credential and client settings: the emulated server answers any client"
+NO_TERMINAL = "an emulated call has no terminal: output is never paged, coloured or read line by line"
+NO_DEBUG = "client diagnostics on stderr only"
 
 
 def opt(*names: str, dest: str = "", kind: str = "str", default: Any = None, **kw: Any) -> Opt:
@@ -277,20 +298,94 @@ class Parsed:
     values: dict[str, Any]
     args: list[str]
     given: set[str] = field(default_factory=set)
+    # What the command line gave (dest -> the option and its spelling) and what the emulator
+    # read, so a given option nothing read can be found when the call ends.
+    spelled: dict[str, tuple[Opt, str]] = field(default_factory=dict)
+    read: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        _TRACE.append(self)
 
     def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
         return self.values[key]
 
     def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
         return self.values.get(key, default)
+
+
+class TrackedValues(dict[str, Any]):
+    """Option values kept apart from their ``Parsed`` (terraform's): a read still counts as use."""
+
+    def __init__(self, values: Mapping[str, Any], parsed: Sequence[Parsed]) -> None:
+        super().__init__(values)
+        self.parsed = list(parsed)
+
+    def __getitem__(self, key: str) -> Any:
+        for p in self.parsed:
+            p.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for p in self.parsed:
+            p.read.add(key)
+        return super().get(key, default)
+
+    def merged(self, more: Parsed) -> TrackedValues:
+        """These values with ``more``'s given options over them (a subcommand's own flags)."""
+        data = {**dict(self.items()), **{k: v for k, v in more.values.items() if k in more.given}}
+        return TrackedValues(data, [*self.parsed, more])
+
+
+# The option tables parsed during the current call (``start_call`` empties it) and the options
+# to refuse as unknown on a call's second run (``unread_options``). Module state is safe here: a
+# jail runs one call at a time.
+_TRACE: list[Parsed] = []
+_REFUSED: set[tuple[str, ...]] = set()  # by the option's names: an Opt may hold a list default
+
+
+def start_call(refuse: Iterable[Opt] = ()) -> None:
+    """Begin tracing a call's options; ``refuse`` are parsed as unknown options this time."""
+    _TRACE.clear()
+    _REFUSED.clear()
+    _REFUSED.update(o.names for o in refuse)
+
+
+def unread_options() -> list[tuple[Opt, str]]:
+    """The options the call gave that nothing read and that are not inert, as (option, spelling).
+
+    A call that asked for help reads nothing else and is not counted.
+    """
+    if any(p.values.get("help") for p in _TRACE):
+        return []
+    found: list[tuple[Opt, str]] = []
+    for p in _TRACE:
+        for dest, (o, flag) in p.spelled.items():
+            if dest not in p.read and not o.inert:
+                found.append((o, flag))
+    return found
 
 
 _TRUE = ("1", "t", "T", "true", "TRUE", "True")
 _FALSE = ("0", "f", "F", "false", "FALSE", "False")
 
 
-def _store(values: dict[str, Any], o: Opt, raw: str | None, flag: str, given: set[str]) -> None:
+def _store(
+    values: dict[str, Any],
+    o: Opt,
+    raw: str | None,
+    flag: str,
+    given: set[str],
+    spelled: dict[str, tuple[Opt, str]],
+    gnu: bool = True,
+) -> None:
+    if o.names in _REFUSED:
+        # Spelled as the parser would have met it: a single-dash letter of a GNU parser is a shorthand.
+        short = len(flag) == 2 and flag[0] == "-" and flag[1] != "-" and gnu
+        raise ArgError("unknown_short", flag[1], flag) if short else ArgError("unknown", flag)
     given.add(o.dest)
+    spelled.setdefault(o.dest, (o, flag))
     if o.kind == "bool":
         if raw is None or raw in _TRUE:
             values[o.dest] = True
@@ -321,6 +416,7 @@ def parse_gnu(argv: Sequence[str], opts: Sequence[Opt], *, interspersed: bool = 
     by_name: dict[str, Opt] = {n: o for o in opts for n in o.names}
     values: dict[str, Any] = {o.dest: (list(o.default) if o.kind == "list" else o.default) for o in opts}
     given: set[str] = set()
+    spelled: dict[str, tuple[Opt, str]] = {}
     args: list[str] = []
     i = 0
     while i < len(argv):
@@ -337,15 +433,15 @@ def parse_gnu(argv: Sequence[str], opts: Sequence[Opt], *, interspersed: bool = 
             if eq:
                 if o.kind == "count":
                     raise ArgError("no_value_allowed", name)
-                _store(values, o, raw, name, given)
+                _store(values, o, raw, name, given, spelled)
             elif o.kind in ("bool", "count"):
-                _store(values, o, None, name, given)
+                _store(values, o, None, name, given, spelled)
             elif o.bare is not None:
-                _store(values, o, o.bare, name, given)
+                _store(values, o, o.bare, name, given, spelled)
             else:
                 if i >= len(argv):
                     raise ArgError("needs_value", name)
-                _store(values, o, argv[i], name, given)
+                _store(values, o, argv[i], name, given, spelled)
                 i += 1
             continue
         if a.startswith("-") and len(a) > 1 and (not _is_number(a) or a[:2] in by_name):
@@ -358,19 +454,19 @@ def parse_gnu(argv: Sequence[str], opts: Sequence[Opt], *, interspersed: bool = 
                 rest = a[j + 1 :]
                 if o.kind in ("bool", "count"):
                     if rest.startswith("="):
-                        _store(values, o, rest[1:], name, given)
+                        _store(values, o, rest[1:], name, given, spelled)
                         break
-                    _store(values, o, None, name, given)
+                    _store(values, o, None, name, given, spelled)
                     j += 1
                     continue
                 if rest:
-                    _store(values, o, rest[1:] if rest.startswith("=") else rest, name, given)
+                    _store(values, o, rest[1:] if rest.startswith("=") else rest, name, given, spelled)
                 elif o.bare is not None:
-                    _store(values, o, o.bare, name, given)
+                    _store(values, o, o.bare, name, given, spelled)
                 else:
                     if i >= len(argv):
                         raise ArgError("needs_value", name)
-                    _store(values, o, argv[i], name, given)
+                    _store(values, o, argv[i], name, given, spelled)
                     i += 1
                 break
             continue
@@ -378,7 +474,7 @@ def parse_gnu(argv: Sequence[str], opts: Sequence[Opt], *, interspersed: bool = 
         if not interspersed:
             args.extend(argv[i:])
             break
-    return Parsed(values, args, given)
+    return Parsed(values, args, given, spelled)
 
 
 def parse_go(argv: Sequence[str], opts: Sequence[Opt]) -> Parsed:
@@ -389,6 +485,7 @@ def parse_go(argv: Sequence[str], opts: Sequence[Opt]) -> Parsed:
             by_name[n.lstrip("-")] = o
     values: dict[str, Any] = {o.dest: (list(o.default) if o.kind == "list" else o.default) for o in opts}
     given: set[str] = set()
+    spelled: dict[str, tuple[Opt, str]] = {}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -406,15 +503,15 @@ def parse_go(argv: Sequence[str], opts: Sequence[Opt]) -> Parsed:
         if found.kind == "bool":
             if eq and raw not in _TRUE + _FALSE:
                 raise ArgError("bad_value", "-" + name, f'invalid boolean value "{raw}" for -{name}: parse error')
-            _store(values, found, raw if eq else None, "-" + name, given)
+            _store(values, found, raw if eq else None, "-" + name, given, spelled, gnu=False)
             continue
         if not eq:
             if i >= len(argv):
                 raise ArgError("needs_value", "-" + name)
             raw = argv[i]
             i += 1
-        _store(values, found, raw, "-" + name, given)
-    return Parsed(values, list(argv[i:]), given)
+        _store(values, found, raw, "-" + name, given, spelled, gnu=False)
+    return Parsed(values, list(argv[i:]), given, spelled)
 
 
 def _is_number(a: str) -> bool:
@@ -427,6 +524,21 @@ def _is_number(a: str) -> bool:
 
 def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def go_duration(text: str) -> timedelta:
+    """Go's time.ParseDuration for the units CLI users write (``10m``, ``1h30m``, ``500ms``);
+    ValueError otherwise."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"time: invalid duration {text!r}")
+    unit = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    return timedelta(seconds=sum(float(n) * unit[u] for n, u in parts))
+
+
+def log_stamp(at: datetime) -> str:
+    """A log line's timestamp as ``docker logs -t`` and ``kubectl logs --timestamps`` print it (RFC 3339, ns)."""
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond:06d}000Z"
 
 
 def iso(t: datetime) -> str:

@@ -34,13 +34,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from suite.emulators.base import (
+    NO_TERMINAL,
     ArgError,
     Call,
     Ctx,
     Parsed,
     Result,
     ToolExit,
+    go_duration,
     iso,
+    log_stamp,
     opt,
     parse_gnu,
     parse_time,
@@ -50,6 +53,18 @@ from suite.emulators.base import (
 
 SECTION = "docker"
 DEFAULT_NETWORKS = ("bridge", "host", "none")
+
+
+def _published(spec: str) -> str:
+    """``-p [IP:]HOST:CONTAINER[/PROTO]`` as ``docker ps`` shows it (both address families for no IP)."""
+    body, _, proto = spec.partition("/")
+    parts = body.split(":")
+    proto = proto or "tcp"
+    if len(parts) == 3:
+        return f"{parts[0]}:{parts[1]}->{parts[2]}/{proto}"
+    if len(parts) == 2:
+        return f"0.0.0.0:{parts[0]}->{parts[1]}/{proto}, :::{parts[0]}->{parts[1]}/{proto}"
+    return f"{parts[0]}/{proto}"
 
 
 def prepare(section: dict[str, Any], now: datetime) -> dict[str, Any]:
@@ -220,6 +235,12 @@ COMMANDS_OPTS: dict[str, list[Any]] = {
         opt("--until"),
         opt("--details", kind="bool"),
     ],
+    "top": [],
+    "stats": [
+        opt("--no-stream", kind="bool"),
+        opt("-a", "--all", kind="bool"),
+        opt("--no-trunc", kind="bool"),
+    ],
     "inspect": [FORMAT, opt("--type"), opt("-s", "--size", kind="bool")],
     "tag": [],
     "push": [opt("-a", "--all-tags", kind="bool"), opt("-q", "--quiet", kind="bool")],
@@ -232,8 +253,8 @@ COMMANDS_OPTS: dict[str, list[Any]] = {
         opt("-p", "--publish", kind="list"),
         opt("-e", "--env", kind="list"),
         opt("--network"),
-        opt("-i", "--interactive", kind="bool"),
-        opt("-t", "--tty", kind="bool"),
+        opt("-i", "--interactive", kind="bool", inert=NO_TERMINAL),
+        opt("-t", "--tty", kind="bool", inert=NO_TERMINAL),
         opt("--restart"),
         opt("--entrypoint"),
     ],
@@ -839,12 +860,88 @@ class _D:
         if c is None:
             raise self.ctx.fail(1, f"Error response from daemon: No such container: {self.p.args[0]}")
         self.ctx.saw(f"docker/{self.host}/container/{c['name']}")
-        lines = str(c.get("logs", "")).splitlines()
+        since, until = self._log_bound("since"), self._log_bound("until")
+        stamps = self.p.get("timestamps")
+        # The stream ends with what the container has written, as when it exits; no logging
+        # driver here attaches attributes, so --details adds nothing.
+        self.p.get("follow")
+        self.p.get("details")
+        # Emulated log lines carry no time: each is stamped one second after the last, from the
+        # container's start, so --timestamps, --since and --until have something to show and cut.
+        start = parse_time(c.get("started", c["created"]))
+        lines = []
+        for i, line in enumerate(str(c.get("logs", "")).splitlines()):
+            at = start + timedelta(seconds=i + 1)
+            if (since is not None and at < since) or (until is not None and at > until):
+                continue
+            lines.append((log_stamp(at) + " " if stamps else "") + line)
         tail = self.p.get("tail")
         if tail and tail != "all":
             lines = lines[-int(tail) :]
         if lines:
             self.ctx.out("\n".join(lines))
+
+    def _log_bound(self, name: str) -> datetime | None:
+        """``--since``/``--until``: an RFC 3339 time or a Go duration before now (``10m``, ``1h30m``)."""
+        raw = self.p.get(name)
+        if not raw:
+            return None
+        try:
+            return self.now - go_duration(raw)
+        except ValueError:
+            pass
+        try:
+            return parse_time(raw if raw.endswith("Z") or "+" in raw else raw + "Z")
+        except ValueError:
+            raise self.ctx.fail(
+                1, f'invalid value for "{name}": failed to parse value as time or duration: "{raw}"'
+            ) from None
+
+    def do_top(self) -> None:
+        """``docker top``: the container's processes, as ``ps -ef`` inside it (its one command here)."""
+        if not self.p.args:
+            raise self.ctx.fail(
+                1,
+                "\"docker top\" requires at least 1 argument.\nSee 'docker top --help'.\n\nUsage:  docker top CONTAINER [ps OPTIONS]\n\nDisplay the running processes of a container",
+            )
+        c = self.container(self.p.args[0])
+        if c is None:
+            raise self.ctx.fail(1, f"Error response from daemon: No such container: {self.p.args[0]}")
+        self.ctx.saw(f"docker/{self.host}/container/{c['name']}")
+        if c["status"] != "running":
+            raise self.ctx.fail(1, f"Error response from daemon: container {c['id']} is not running")
+        pid = 1000 + int(c["id"][:4], 16) % 60000
+        started = parse_time(c.get("started", c["created"])).strftime("%b%d")
+        rows = [
+            ["UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"],
+            ["root", str(pid), str(pid - 21), "0", started, "?", "00:00:00", c["command"]],
+        ]
+        self.ctx.out(_table(rows))
+
+    def do_stats(self) -> None:
+        """``docker stats``: one sample per container; without --no-stream the real command redraws
+        until interrupted, which an emulated call ends after the first sample."""
+        self.p.get("no_stream")
+        names = self.p.args
+        if names:
+            chosen = []
+            for ref in names:
+                c = self.container(ref)
+                if c is None:
+                    raise self.ctx.fail(1, f"Error response from daemon: No such container: {ref}")
+                chosen.append(c)
+        else:
+            chosen = [c for c in self.s["containers"] if self.p.get("all") or c["status"] == "running"]
+        full = self.p.get("no_trunc")
+        rows = [["CONTAINER ID", "NAME", "CPU %", "MEM USAGE / LIMIT", "MEM %", "NET I/O", "BLOCK I/O", "PIDS"]]
+        for c in chosen:
+            self.ctx.saw(f"docker/{self.host}/container/{c['name']}")
+            cid = c["id"] if full else c["id"][:12]
+            if c["status"] == "running":
+                rows.append([cid, c["name"], "0.00%", "24.5MiB / 7.6GiB", "0.31%", "1.2kB / 0B", "0B / 0B", "1"])
+            else:
+                rows.append([cid, c["name"], "0.00%", "0B / 0B", "0.00%", "0B / 0B", "0B / 0B", "0"])
+        self.ctx.out(_table(rows))
 
     def do_container_logs(self) -> None:
         self.do_logs()
@@ -916,8 +1013,10 @@ class _D:
             raise self.ctx.fail(1, "\n".join(errors))
 
     def do_rm(self) -> None:
+        force = self.p.get("force")  # read even when every container is stopped: it is handled
+
         def rm(c: dict[str, Any]) -> None:
-            if c["status"] in ("running", "paused") and not self.p.get("force"):
+            if c["status"] in ("running", "paused") and not force:
                 raise ToolExit(
                     1,
                     f'Error response from daemon: cannot remove container "/{c["name"]}": container is running: stop the container before removing or force remove\n',
@@ -1015,19 +1114,35 @@ class _D:
             )
         vols = [v.split(":")[0] for v in self.p.get("volume") or [] if not v.startswith("/")]
         cid = short_hash("container", name, self.ctx.call.seq, length=64)
-        self.s["containers"].append(
-            {
-                "name": name,
-                "image": image,
-                "status": "running" if self.p.get("detach") else "exited",
-                "created": iso(self.now),
-                "command": " ".join(self.p.args[1:]) or "",
-                "volumes": vols,
-                "ports": "",
-                "id": cid,
-                **({"network": self.p.get("network")} if self.p.get("network") else {}),
-            }
-        )
+        detach = self.p.get("detach")
+        command = " ".join(self.p.args[1:])
+        if self.p.get("entrypoint"):
+            command = f"{self.p.get('entrypoint')} {command}".strip()
+        extra: dict[str, Any] = {}
+        if self.p.get("network"):
+            extra["network"] = self.p.get("network")
+        if self.p.get("env"):
+            extra["env"] = list(self.p.get("env"))
+        if self.p.get("restart"):
+            extra["restart"] = self.p.get("restart")
+        ports = ", ".join(_published(spec) for spec in self.p.get("publish") or [])
+        container = {
+            "name": name,
+            "image": image,
+            "status": "running" if detach else "exited",
+            "created": iso(self.now),
+            "command": command,
+            "volumes": vols,
+            "ports": ports if detach else "",
+            "id": cid,
+            **extra,
+        }
+        # --rm: a container that has exited is removed at once (a detached one when it stops).
+        auto_remove = self.p.get("rm")
+        if detach or not auto_remove:
+            if auto_remove:
+                container["auto_remove"] = True
+            self.s["containers"].append(container)
         for v in vols:
             if not any(x["name"] == v for x in self.s["volumes"]):
                 self.s["volumes"].append({"name": v, "driver": "local", "anonymous": False})
@@ -1043,6 +1158,7 @@ class _D:
                 "\"docker rmi\" requires at least 1 argument.\nSee 'docker rmi --help'.\n\nUsage:  docker rmi [OPTIONS] IMAGE [IMAGE...]\n\nRemove one or more images",
             )
         errors = []
+        force = self.p.get("force")  # read even when no container uses the image: it is handled
         for ref in self.p.args:
             img = self.image(ref)
             if img is None:
@@ -1053,7 +1169,7 @@ class _D:
             by_id = img["id"].startswith(ref.removeprefix("sha256:")) and ":" not in ref
             # daemon/images/image_delete.go: a tag used by any container needs -f; an image a
             # running container uses cannot be deleted even with -f (only its tag goes).
-            if users and not self.p.get("force"):
+            if users and not force:
                 c = users[0]
                 if not by_id:
                     errors.append(
@@ -1625,6 +1741,16 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
         "docker image rm, docker image remove, docker rmi",
     ),
     "logs": ("docker logs [OPTIONS] CONTAINER", "Fetch the logs of a container", "docker container logs, docker logs"),
+    "top": (
+        "docker top CONTAINER [ps OPTIONS]",
+        "Display the running processes of a container",
+        "docker container top, docker top",
+    ),
+    "stats": (
+        "docker stats [OPTIONS] [CONTAINER...]",
+        "Display a live stream of container(s) resource usage statistics",
+        "docker container stats, docker stats",
+    ),
     "inspect": ("docker inspect [OPTIONS] NAME|ID [NAME|ID...]", "Return low-level information on Docker objects", ""),
     "stop": (
         "docker stop [OPTIONS] CONTAINER [CONTAINER...]",

@@ -254,7 +254,8 @@ class _F:
 
     def guard(self, key: str, what: str) -> bool:
         """Protected environments need --yes or the flag key typed back (the LaunchDarkly habit)."""
-        if self.env in self.s["protected"] and not self.p.get("yes") and not self.p.get("dry_run"):
+        yes, dry_run = self.p.get("yes"), self.p.get("dry_run")  # both handled, protected or not
+        if self.env in self.s["protected"] and not yes and not dry_run:
             question = f'You are about to {what} in the protected environment "{self.env}".\nType the flag key ({key}) to confirm: '
             answer = self.ctx.call.read_stdin(prompt=question)
             self.ctx.out(question, end="")
@@ -437,7 +438,8 @@ class _F:
             self.ctx.out(f'Flag "{key}" is already archived')
             return
         live = [env for env, e in f["environments"].items() if e["on"]]
-        if live and not self.p.get("yes"):
+        yes = self.p.get("yes")  # handled whether or not the flag is live anywhere
+        if live and not yes:
             raise self.ctx.fail(
                 1,
                 f'Error: flag "{key}" is still on in {", ".join(live)}; archiving it serves the fallback value everywhere. Re-run with --yes to archive anyway',

@@ -649,10 +649,15 @@ class _H:
         if self.p.get("all"):
             values = deep_merge(self._chart_defaults(rev), values)
         if args[0] == "values":
-            if self.p.get("output") == "json":
-                self.ctx.out(json.dumps(values))
+            output = self.p.get("output") or "table"
+            if output == "json":
+                # Go's json.Encoder: compact, keys sorted, one trailing newline.
+                self.ctx.out(json.dumps(values, separators=(",", ":"), sort_keys=True))
                 return
-            self.ctx.out("COMPUTED VALUES:" if self.p.get("all") else "USER-SUPPLIED VALUES:")
+            # The heading belongs to the table format only (helm's valuesWriter.WriteTable): with
+            # -o yaml the output is the values alone, parseable as YAML.
+            if output == "table":
+                self.ctx.out("COMPUTED VALUES:" if self.p.get("all") else "USER-SUPPLIED VALUES:")
             self.ctx.out(yaml.safe_dump(values, sort_keys=True) if values else "null", end="" if values else "\n")
         elif args[0] == "manifest":
             self.ctx.out(rev.get("manifest", f"---\n# Source: {rev['chart']}/templates/deployment.yaml\n"), end="")
@@ -853,9 +858,8 @@ class _H:
         }
 
     def _values(self, chart: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
-        user: dict[str, Any] = (
-            copy.deepcopy(previous) if self.p.get("reuse_values") and not self.p.get("reset_values") else {}
-        )
+        reuse, reset = self.p.get("reuse_values"), self.p.get("reset_values")
+        user: dict[str, Any] = copy.deepcopy(previous) if reuse and not reset else {}
         for path in self.p.get("values") or []:
             f = self.ctx.call.file(path)
             if f.error:
@@ -923,10 +927,13 @@ class _H:
         verb = "INSTALLATION" if install_only or (rel is None or live is None) else "UPGRADE"
         if install_only and rel is not None and live is not None:
             raise self.ctx.fail(1, "Error: INSTALLATION FAILED: cannot re-use a name that is still in use")
-        if not install_only and (rel is None or live is None) and not self.p.get("install"):
+        # Read whether or not they matter for this release: `upgrade --install` of a deployed
+        # release and --create-namespace into an existing namespace are handled, not ignored.
+        install, create_namespace = self.p.get("install"), self.p.get("create_namespace")
+        if not install_only and (rel is None or live is None) and not install:
             raise self.ctx.fail(1, f'Error: UPGRADE FAILED: "{name}" has no deployed releases')
         kube = self.ctx.state.get("kubernetes")
-        if kube and not self.p.get("create_namespace"):
+        if kube and not create_namespace:
             cluster = (kube.get("clusters") or {}).get(self.cluster)
             if cluster is not None and not any(
                 o["kind"] == "Namespace" and o["metadata"]["name"] == self.ns for o in cluster.get("objects", [])

@@ -45,7 +45,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from suite.emulators.base import Call, DirEntry, FileData, InputTooLarge, NeedInput, Result
+from suite.emulators.base import Call, DirEntry, FileData, InputTooLarge, NeedInput, Result, UnsupportedOption
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
@@ -204,6 +204,8 @@ def _serve_one(request: dict[str, Any]) -> dict[str, Any]:
         return {"type": "result", "result": result_to_wire(too_large_result(call, exc.path)), "state": None}
     except NeedInput as need:
         return {"type": "need", "need": need_to_wire(need)}
+    except UnsupportedOption as exc:
+        return {"type": "result", "result": result_to_wire(exc.result), "state": None}
     except MemoryError:
         raise  # the jail's limit, reported by main() (not an emulator bug)
     except RecursionError:

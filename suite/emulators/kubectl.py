@@ -44,6 +44,9 @@ from typing import Any
 
 from suite.emulators.base import (
     MAX_FILE,
+    NO_DEBUG,
+    NO_TRANSPORT,
+    NO_WAIT,
     ArgError,
     Call,
     Ctx,
@@ -52,8 +55,10 @@ from suite.emulators.base import (
     Result,
     ToolExit,
     deep_merge,
+    go_duration,
     human_age,
     iso,
+    log_stamp,
     opt,
     parse_gnu,
     parse_time,
@@ -614,17 +619,30 @@ def _row(cluster: dict[str, Any], o: dict[str, Any], now: datetime, wide: bool) 
             row += [",".join(x["name"] for x in cs), ",".join(x.get("image", "") for x in cs), sel]
         return head, row
     if c == "replicaset":
-        return ["NAME", "DESIRED", "CURRENT", "READY", "AGE"], [name, *o["emulator"]["counts"], age]
+        head, row = ["NAME", "DESIRED", "CURRENT", "READY", "AGE"], [name, *o["emulator"]["counts"], age]
+        if wide:
+            labels = o["metadata"].get("labels") or {}
+            head, row = [*head, *WIDE_POD_HEAD], [*row, *_pod_template_cells(spec, _labels_text(labels))]
+        return head, row
     if c == "statefulset":
         n, ready, _ = _workload_counts(cluster, o)
-        return ["NAME", "READY", "AGE"], [name, f"{ready}/{spec.get('replicas', 1)}", age]
+        head, row = ["NAME", "READY", "AGE"], [name, f"{ready}/{spec.get('replicas', 1)}", age]
+        if wide:
+            head, row = [*head, *WIDE_POD_HEAD[:2]], [*row, *_pod_template_cells(spec, None)]
+        return head, row
     if c == "daemonset":
         n, ready, updated = _workload_counts(cluster, o)
         sel = ",".join(
             f"{a}={b}" for a, b in (spec.get("template", {}).get("spec", {}).get("nodeSelector") or {}).items()
         )
         head = ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"]
-        return head, [name, str(n), str(n), str(ready), str(updated), str(ready), sel or "<none>", age]
+        row = [name, str(n), str(n), str(ready), str(updated), str(ready), sel or "<none>", age]
+        if wide:
+            match = (spec.get("selector") or {}).get("matchLabels") or spec.get("template", {}).get("metadata", {}).get(
+                "labels"
+            )
+            head, row = [*head, *WIDE_POD_HEAD], [*row, *_pod_template_cells(spec, _labels_text(match or {}))]
+        return head, row
     if c == "service":
         stype = spec.get("type", "ClusterIP")
         ip = (
@@ -682,7 +700,7 @@ def _row(cluster: dict[str, Any], o: dict[str, Any], now: datetime, wide: bool) 
     if c == "cronjob":
         last = (o.get("emulator") or {}).get("last_schedule", "")
         head = ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]
-        return head, [
+        row = [
             name,
             spec.get("schedule", ""),
             spec.get("timeZone") or "<none>",
@@ -691,9 +709,28 @@ def _row(cluster: dict[str, Any], o: dict[str, Any], now: datetime, wide: bool) 
             last or "<none>",
             age,
         ]
+        if wide:
+            job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+            head, row = [*head, *WIDE_POD_HEAD], [*row, *_pod_template_cells(job_spec, "<none>")]
+        return head, row
     if c == "job":
-        comp = (o.get("emulator") or {}).get("completions", f"1/{spec.get('completions', 1)}")
-        return ["NAME", "COMPLETIONS", "DURATION", "AGE"], [name, comp, "12s", age]
+        em = o.get("emulator") or {}
+        want = int(spec.get("completions", 1))
+        comp = em.get("completions", f"{want}/{want}")
+        done, _, of = str(comp).partition("/")
+        # A Job still running has run since it started (its creation here); a finished one for
+        # the time its pods took (the family may say; 12 s otherwise).
+        duration = em.get("duration") or (
+            human_age(now - parse_time(o["metadata"]["creationTimestamp"])) if done != of else "12s"
+        )
+        head, row = ["NAME", "COMPLETIONS", "DURATION", "AGE"], [name, comp, duration, age]
+        if wide:
+            uid = o["metadata"].get("uid") or uuid_like(name, "job")
+            head, row = (
+                [*head, *WIDE_POD_HEAD],
+                [*row, *_pod_template_cells(spec, f"batch.kubernetes.io/controller-uid={uid}")],
+            )
+        return head, row
     if c == "ingress":
         hosts = ",".join(r.get("host", "*") for r in spec.get("rules", []) or []) or "*"
         ports = "80, 443" if spec.get("tls") else "80"
@@ -712,7 +749,7 @@ def _row(cluster: dict[str, Any], o: dict[str, Any], now: datetime, wide: bool) 
         return head, [
             name,
             f"{ref.get('kind', 'Deployment')}/{ref.get('name', '')}",
-            em.get("targets", "<unknown>/80%"),
+            em.get("targets") or _hpa_targets(spec),
             str(spec.get("minReplicas", 1)),
             str(spec.get("maxReplicas", "")),
             str(em.get("replicas", spec.get("minReplicas", 1))),
@@ -728,6 +765,57 @@ def _row(cluster: dict[str, Any], o: dict[str, Any], now: datetime, wide: bool) 
         head = ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
         return head, [name, str(spec.get("minAvailable", "N/A")), str(spec.get("maxUnavailable", "N/A")), "1", age]
     return ["NAME", "AGE"], [name, age]
+
+
+def _hpa_targets(spec: dict[str, Any]) -> str:
+    """kubectl's TARGETS cell (1.27+: the resource named) from the spec's metrics; the current
+    value is unknown unless the family gives the cell (``emulator.targets``)."""
+    cells = []
+    for m in spec.get("metrics") or []:
+        res = m.get("resource") or {} if isinstance(m, dict) else {}
+        target = res.get("target") or {}
+        if "averageUtilization" in target:
+            cells.append(f"{res.get('name', 'cpu')}: <unknown>/{target['averageUtilization']}%")
+        elif "averageValue" in target:
+            cells.append(f"{res.get('name', 'cpu')}: <unknown>/{target['averageValue']}")
+    if "targetCPUUtilizationPercentage" in spec:
+        cells.append(f"cpu: <unknown>/{spec['targetCPUUtilizationPercentage']}%")
+    return ", ".join(cells) or "<none>"
+
+
+def field_errors(o: dict[str, Any]) -> list[str]:
+    """The API server's validation of a stored object, for the rules a task can run into
+    (pkg/apis/autoscaling/validation, pkg/apis/apps/validation): ``path: Invalid value: v: why``."""
+    spec = o.get("spec") or {}
+    errors: list[str] = []
+    if o.get("kind") == "HorizontalPodAutoscaler":
+        low, high = spec.get("minReplicas"), spec.get("maxReplicas")
+        if isinstance(low, int) and low < 1:
+            errors.append(f"spec.minReplicas: Invalid value: {low}: must be greater than or equal to 1")
+        if isinstance(high, int) and high < 1:
+            errors.append(f"spec.maxReplicas: Invalid value: {high}: must be greater than 0")
+        if isinstance(low, int) and isinstance(high, int) and high < low:
+            errors.append(f"spec.maxReplicas: Invalid value: {high}: must be greater than or equal to `minReplicas`")
+    elif o.get("kind") in ("Deployment", "StatefulSet", "ReplicaSet"):
+        replicas = spec.get("replicas")
+        if isinstance(replicas, int) and replicas < 0:
+            errors.append(f"spec.replicas: Invalid value: {replicas}: must be greater than or equal to 0")
+    return errors
+
+
+WIDE_POD_HEAD = ["CONTAINERS", "IMAGES", "SELECTOR"]
+
+
+def _labels_text(labels: dict[str, Any]) -> str:
+    return ",".join(f"{a}={b}" for a, b in labels.items()) or "<none>"
+
+
+def _pod_template_cells(spec: dict[str, Any], selector: str | None) -> list[str]:
+    """The ``-o wide`` cells of a pod-owning object: its template's containers and images, and
+    the selector when the kind's printer shows one (StatefulSets do not)."""
+    cs = (spec.get("template") or {}).get("spec", {}).get("containers", [])
+    cells = [",".join(x["name"] for x in cs), ",".join(x.get("image", "") for x in cs)]
+    return cells if selector is None else [*cells, selector]
 
 
 def _derived_replicasets(cluster: dict[str, Any], ns: str | None) -> list[dict[str, Any]]:
@@ -958,13 +1046,13 @@ GLOBAL = [
     opt("-n", "--namespace"),
     opt("--context"),
     opt("--cluster"),
-    opt("--user"),
-    opt("--kubeconfig"),
+    opt("--user", inert=NO_TRANSPORT),
+    opt("--kubeconfig", inert=NO_TRANSPORT),
     opt("-s", "--server"),
-    opt("--token"),
-    opt("--request-timeout"),
-    opt("-v", "--v", dest="verbosity"),
-    opt("--insecure-skip-tls-verify", kind="bool"),
+    opt("--token", inert=NO_TRANSPORT),
+    opt("--request-timeout", inert=NO_TRANSPORT),
+    opt("-v", "--v", dest="verbosity", inert=NO_DEBUG),
+    opt("--insecure-skip-tls-verify", kind="bool", inert=NO_TRANSPORT),
     opt("-h", "--help", kind="bool"),
 ]
 OUTPUT = opt("-o", "--output")
@@ -988,7 +1076,7 @@ VERBS: dict[str, list[Opt]] = {
         opt("--sort-by"),
         opt("-L", "--label-columns", kind="list"),
         opt("--ignore-not-found", kind="bool"),
-        opt("--chunk-size"),
+        opt("--chunk-size", inert="the server's paging of a list: the same rows either way"),
         opt("--show-managed-fields", kind="bool"),
         opt("--show-kind", kind="bool"),
         opt("--output-watch-events", kind="bool"),
@@ -1006,13 +1094,13 @@ VERBS: dict[str, list[Opt]] = {
         opt("--force", kind="bool"),
         opt("--grace-period", kind="int"),
         opt("--now", kind="bool"),
-        opt("--wait", kind="bool"),
+        opt("--wait", kind="bool", inert=NO_WAIT),
         opt("--cascade", bare="background"),
         opt("--ignore-not-found", kind="bool"),
         opt("--field-selector"),
         opt("-i", "--interactive", kind="bool"),
         OUTPUT,
-        opt("--timeout"),
+        opt("--timeout", inert=NO_WAIT),
     ],
     "apply": [
         FILENAME,
@@ -1026,7 +1114,7 @@ VERBS: dict[str, list[Opt]] = {
         opt("--force-conflicts", kind="bool"),
         opt("--field-manager"),
         opt("--validate", bare="strict"),
-        opt("--wait", kind="bool"),
+        opt("--wait", kind="bool", inert=NO_WAIT),
         opt("-k", "--kustomize"),
     ],
     "create": [
@@ -1054,7 +1142,7 @@ VERBS: dict[str, list[Opt]] = {
         opt("--replicas", kind="int", default=-1),
         opt("--current-replicas", kind="int", default=-1),
         opt("--all", kind="bool"),
-        opt("--timeout"),
+        opt("--timeout", inert=NO_WAIT),
     ],
     "rollout": [
         FILENAME,
@@ -1064,7 +1152,7 @@ VERBS: dict[str, list[Opt]] = {
         opt("--to-revision", kind="int", default=0),
         opt("--revision", kind="int", default=0),
         opt("-w", "--watch", kind="bool"),
-        opt("--timeout"),
+        opt("--timeout", inert=NO_WAIT),
     ],
     "set": [
         FILENAME,
@@ -1117,8 +1205,8 @@ VERBS: dict[str, list[Opt]] = {
         opt("--delete-emptydir-data", kind="bool"),
         opt("--delete-local-data", kind="bool"),
         opt("--force", kind="bool"),
-        opt("--grace-period", kind="int"),
-        opt("--timeout"),
+        opt("--grace-period", kind="int", inert=NO_WAIT),
+        opt("--timeout", inert=NO_WAIT),
         opt("--disable-eviction", kind="bool"),
         opt("--pod-selector"),
     ],
@@ -1168,7 +1256,7 @@ VERBS: dict[str, list[Opt]] = {
     "cp": [opt("-c", "--container")],
     "attach": [opt("-c", "--container"), opt("-i", "--stdin", kind="bool"), opt("-t", "--tty", kind="bool")],
     "explain": [opt("--recursive", kind="bool")],
-    "wait": [FILENAME, SELECTOR, ALLNS, opt("--for"), opt("--timeout"), opt("--all", kind="bool")],
+    "wait": [FILENAME, SELECTOR, ALLNS, opt("--for"), opt("--timeout", inert=NO_WAIT), opt("--all", kind="bool")],
 }
 # Changes cluster state (the oracle's "action" verbs). `config` changes only the local kubeconfig.
 MUTATING = {
@@ -1521,6 +1609,19 @@ class _K:
             raise self.ctx.fail(1, f'error: Invalid dry-run value ({raw}). Must be "none", "server", or "client".')
         return raw
 
+    def admit(self, o: dict[str, Any]) -> None:
+        """The server's validation of an object it is asked to store (a client-side dry run never
+        reaches the server). kubectl prints a rejected object's causes as the API returns them."""
+        if self.dry == "client":
+            return
+        errors = field_errors(o)
+        if not errors:
+            return
+        head = f'The {o["kind"]} "{o["metadata"]["name"]}" is invalid: '
+        raise self.ctx.fail(
+            1, head + errors[0] if len(errors) == 1 else head + "\n" + "\n".join(f"* {e}" for e in errors)
+        )
+
     def dry_suffix(self) -> str:
         return {"none": "", "client": " (dry run)", "server": " (server dry run)"}[self.dry]
 
@@ -1856,6 +1957,7 @@ class _K:
                 )
             targets = self.targets(p.args)
         allns = p.get("all_namespaces")
+        p.get("ignore_not_found")  # consulted only for a missing name; handled either way
         found: list[dict[str, Any]] = []
         errors: list[str] = []
         for k, name in targets:
@@ -1876,9 +1978,32 @@ class _K:
         for o in found:
             if o["kind"] != "ReplicaSet":
                 self.ctx.saw(self.oid(o))
+        sort_by = p.get("sort_by")
+        if sort_by:
+            found = self._sorted(found, sort_by)
         self._print(found, targets, output, allns)
         if errors:
             raise self.ctx.fail(1, "\n".join(errors))
+
+    def _sorted(self, found: list[dict[str, Any]], spec: str) -> list[dict[str, Any]]:
+        """``--sort-by``: by a JSONPath field of each object as the server returns it (kubectl's
+        RuntimeSort: numbers by value, everything else as text; an object without the field first)."""
+        path = spec.strip()
+        if path.startswith("{") and path.endswith("}"):
+            path = path[1:-1]
+        if not path.startswith("."):
+            path = "." + path
+
+        def key(o: dict[str, Any]) -> tuple[int, float, str]:
+            values = _jp_eval(path, _public(o, self.cluster, self.now))
+            if not values or values[0] is None:
+                return (0, 0.0, "")
+            v = values[0]
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                return (2, 0.0, _jp_str(v))
+            return (1, float(v), "")
+
+        return sorted(found, key=key)
 
     def _print(
         self, found: list[dict[str, Any]], targets: Sequence[tuple[Kind, str | None]], output: str, allns: bool
@@ -2103,6 +2228,7 @@ class _K:
                 1,
                 "error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.\nPOD or TYPE/NAME is a required argument for the logs command\nSee 'kubectl logs -h' for help and examples",
             )
+        since = self._duration("since")
         pods: list[dict[str, Any]] = []
         if args:
             target = args[0]
@@ -2112,7 +2238,18 @@ class _K:
                 o = self.find(k, name)
                 if o is None:
                     raise self.not_found(k, name)
-                pods = _owned_pods(self.cluster, o)[:1] if k.kind in WORKLOADS else [o] if k.kind == "Pod" else []
+                if k.kind == "Pod":
+                    pods = [o]
+                elif k.kind in (*WORKLOADS, "Job"):
+                    # kubectl picks one pod of the controller (the first by its sort); a Job
+                    # without pods makes it wait for one until --pod-running-timeout (20 s).
+                    pods = _owned_pods(self.cluster, o)[:1]
+                    if not pods:
+                        raise self.ctx.fail(1, "error: timed out waiting for the condition")
+                else:
+                    raise self.ctx.fail(
+                        1, f"error: cannot attach to *v1.{k.kind}: selector for *v1.{k.kind} not implemented"
+                    )
             else:
                 o = self.find(BY_KIND["Pod"], target)
                 if o is None:
@@ -2120,19 +2257,57 @@ class _K:
                 pods = [o]
         else:
             pods = [o for o in self.list_kind(BY_KIND["Pod"], self.ns) if self.selector_match(o)]
-        text = ""
+        container = self.p.get("container")
+        all_containers = self.p.get("all_containers")
+        previous = self.p.get("previous")
+        timestamps = self.p.get("timestamps")
+        # The emulated stream ends with what the pod has written, as when its container exits.
+        self.p.get("follow")
+        lines: list[str] = []
         for pod in pods:
             self.ctx.saw(self.oid(pod))
+            names = [c["name"] for c in pod["spec"].get("containers", [])]
+            if container and container not in names:
+                raise self.ctx.fail(
+                    1,
+                    f"error: container {container} is not valid for pod {pod['metadata']['name']}",
+                )
+            if len(names) > 1 and not container and not all_containers and len(pods) == 1:
+                self.ctx.err(f'Defaulted container "{names[0]}" out of: {", ".join(names)}')
+            if previous and not int(pod.get("emulator", {}).get("restarts", 0)):
+                shown = container or (names[0] if names else "")
+                raise self.ctx.fail(
+                    1,
+                    f'Error from server (BadRequest): previous terminated container "{shown}" in pod "{pod["metadata"]["name"]}" not found',
+                )
             owner = pod.get("emulator", {}).get("owner")
             src = _find(self.cluster, owner[0], pod["metadata"]["namespace"], owner[1]) if owner else pod
-            logs = str(((src or {}).get("emulator") or {}).get("logs", ""))
-            text += logs
+            text = str(((src or {}).get("emulator") or {}).get("logs", ""))
+            # Emulated log lines carry no time: each is stamped one second after the last, from
+            # the pod's start, so --timestamps and --since have something to show and filter.
+            start = parse_time(pod["metadata"]["creationTimestamp"])
+            for i, line in enumerate(text.splitlines()):
+                at = start + timedelta(seconds=i + 1)
+                if since is not None and at < self.now - since:
+                    continue
+                lines.append((log_stamp(at) + " " if timestamps else "") + line)
         tail = self.p.get("tail")
-        lines = text.splitlines()
         if tail is not None and tail >= 0:
             lines = lines[-tail:] if tail else []
         if lines:
             self.ctx.out("\n".join(lines))
+
+    def _duration(self, name: str) -> timedelta | None:
+        raw = self.p.get(name)
+        if not raw:
+            return None
+        try:
+            return go_duration(raw)
+        except ValueError:
+            flag = "--" + name.replace("_", "-")
+            raise self.ctx.fail(
+                1, f'error: invalid argument "{raw}" for "{flag}" flag: time: invalid duration "{raw}"'
+            ) from None
 
     # config ---------------------------------------------------------------------------
 
@@ -2226,6 +2401,10 @@ class _K:
             self.ctx.err(
                 "Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated. The resource may continue to run on the cluster indefinitely."
             )
+        cascade = self._cascade()
+        # Consulted only when a target is missing; read here so a delete that finds everything
+        # still counts it as handled.
+        p.get("ignore_not_found")
         victims: list[dict[str, Any]] = []
         errors: list[str] = []
         if p.get("filename"):
@@ -2272,6 +2451,8 @@ class _K:
                 continue
             if self.dry == "none" and k.kind != "ReplicaSet":
                 self.cluster["objects"] = [x for x in self.cluster["objects"] if x is not o]
+                if cascade == "orphan":
+                    self._orphan(o)
             elif k.kind == "ReplicaSet" and self.dry == "none":
                 # The Deployment recreates its ReplicaSet at once; its pods are recreated too.
                 owner = _find(
@@ -2285,6 +2466,37 @@ class _K:
             self.commit()
         if errors:
             raise self.ctx.fail(1, "\n".join(errors))
+
+    def _cascade(self) -> str:
+        """``--cascade``: background (the default), foreground or orphan; kubectl's GetCascadingStrategy.
+
+        Foreground and background end alike here (the dependents go; only the order differs).
+        """
+        raw = self.p.get("cascade")
+        if raw is None:
+            return "background"
+        if raw in ("background", "foreground", "orphan"):
+            return str(raw)
+        if raw in ("true", "false"):
+            strategy = "background" if raw == "true" else "orphan"
+            self.ctx.err(
+                f"W0302 09:00:00.000000   12345 helpers.go:726] --cascade={raw} is deprecated (boolean value) and can be replaced with --cascade={strategy}."
+            )
+            return strategy
+        raise self.ctx.fail(
+            1, f'error: invalid cascade value ({raw}). Must be "background", "foreground", or "orphan".'
+        )
+
+    def _orphan(self, owner: dict[str, Any]) -> None:
+        """The garbage collector's orphan finalizer: the owner's pods stay, without their owner reference.
+
+        A Deployment's ReplicaSets are not separate objects here, so its pods are orphaned directly
+        (with a real cluster the ReplicaSet would stay and keep them; either way they keep running).
+        """
+        for pod in _owned_pods(self.cluster, owner):
+            pod["emulator"].pop("owner", None)
+            pod["metadata"].pop("ownerReferences", None)
+            _touch(self.cluster, pod)
 
     # apply / create / replace ---------------------------------------------------------
 
@@ -2315,6 +2527,7 @@ class _K:
         if existing is None:
             if mode == "replace":
                 raise self.not_found(k, name)
+            self.admit({**new, "kind": k.kind})
             if self.dry == "none":
                 meta["uid"] = uuid_like(self.cname, k.kind, ns, name, self.ctx.call.seq)
                 meta["creationTimestamp"] = iso(self.now)
@@ -2358,6 +2571,7 @@ class _K:
                 )
         if k.kind in WORKLOADS:
             _default_template(updated)
+        self.admit(updated)
         after = json.dumps(_canonical(updated, self.cname), sort_keys=True)
         if before == after:
             return "unchanged"
@@ -2702,7 +2916,11 @@ class _K:
                     if name
                     else "error: resource(s) were provided, but no name was specified",
                 )
+        output = self.p.get("output") or ""
         for o in self._one_or_more(("Deployment", "StatefulSet", "ReplicaSet")):
+            # kubectl prints the object it fetched before scaling (its replicas unchanged), or with
+            # -o name just its name; the scale itself goes to the scale subresource.
+            fetched = _public(o, self.cluster, self.now) if output and output != "name" else None
             cur = self.p.get("current_replicas")
             if cur is not None and cur >= 0 and o["spec"].get("replicas", 1) != cur:
                 raise self.ctx.fail(1, f"error: Expected replicas to be {cur}, was {o['spec'].get('replicas', 1)}")
@@ -2714,7 +2932,12 @@ class _K:
                     )
                 o["spec"]["replicas"] = replicas
                 _touch(self.cluster, o)
-            self.ctx.out(f"{_name_ref(o)} scaled{self.dry_suffix()}")
+            if fetched is not None:
+                self._print_object(fetched, output)
+            elif output == "name":
+                self.ctx.out(_name_ref(o))
+            else:
+                self.ctx.out(f"{_name_ref(o)} scaled{self.dry_suffix()}")
         if self.dry == "none":
             self.commit()
 
@@ -2881,6 +3104,7 @@ class _K:
             raise self.ctx.fail(1, f"error: at least one {field[:-1]} update is required")
         if self.p.args and lookup_kind(self.p.args[0].split("/")[0]) is None:
             self.kind(self.p.args[0].split("/")[0])
+        overwrite = self.p.get("overwrite")  # handled whether or not a key already has a value
         for o in self._one_or_more([k.kind for k in KINDS]):
             current = dict(o["metadata"].get(field) or {})
             for ch in changes:
@@ -2888,7 +3112,7 @@ class _K:
                     current.pop(ch[:-1], None)
                     continue
                 key, _, val = ch.partition("=")
-                if key in current and current[key] != val and not self.p.get("overwrite"):
+                if key in current and current[key] != val and not overwrite:
                     raise self.ctx.fail(
                         1, f"error: '{key}' already has a value ({current[key]}), and --overwrite is false"
                     )
@@ -2961,6 +3185,7 @@ class _K:
             if not body.get("emulator"):
                 body.pop("emulator")
             output = self.p.get("output") or ""
+            self.admit(body)
             if _canonical(body, self.cname) == _canonical(o, self.cname):
                 if output:
                     self._print_object(_public(o, self.cluster, self.now), output)
@@ -3160,22 +3385,39 @@ class _K:
     def do_drain(self) -> None:
         self.ctx.mutating = True
         self.ctx.dry_run = self.dry != "none"
+        # Read up front: each guards a kind of pod the node may not have, and is no less given.
+        ignore_daemonsets = bool(self.p.get("ignore_daemonsets"))
+        force = bool(self.p.get("force"))
+        if self.p.get("delete_local_data"):
+            self.ctx.err(
+                "Flag --delete-local-data has been deprecated, This option is deprecated and will be deleted. Use --delete-emptydir-data."
+            )
+        delete_emptydir = bool(self.p.get("delete_emptydir_data") or self.p.get("delete_local_data"))
+        # Eviction and deletion end the same here: the emulator's evictions are never refused by a
+        # PodDisruptionBudget, so --disable-eviction (delete instead of evict) changes nothing more.
+        self.p.get("disable_eviction")
         for node in self._nodes_arg():
             name = node["metadata"]["name"]
             self._cordon(node, True)
             pods = [p for p in self.cluster["objects"] if p["kind"] == "Pod" and p["spec"].get("nodeName") == name]
             daemon = [p for p in pods if p.get("emulator", {}).get("owner", [""])[0] == "DaemonSet"]
             bare = [p for p in pods if "owner" not in p.get("emulator", {})]
+            local = [p for p in pods if p not in daemon and self._has_emptydir(p)]
             problems = []
-            if daemon and not self.p.get("ignore_daemonsets"):
+            if daemon and not ignore_daemonsets:
                 problems.append(
                     "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "
                     + ", ".join(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in daemon)
                 )
-            if bare and not self.p.get("force"):
+            if bare and not force:
                 problems.append(
                     "cannot delete Pods declare no controller (use --force to override): "
                     + ", ".join(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in bare)
+                )
+            if local and not delete_emptydir:
+                problems.append(
+                    "cannot delete Pods with local storage (use --delete-emptydir-data to override): "
+                    + ", ".join(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in local)
                 )
             if problems:
                 self.commit() if self.dry == "none" else None
@@ -3199,6 +3441,17 @@ class _K:
             self.ctx.out(f"node/{name} drained{self.dry_suffix()}")
         if self.dry == "none":
             self.commit()
+
+    def _has_emptydir(self, pod: dict[str, Any]) -> bool:
+        """A pod with an emptyDir volume (its own, or its controller's template's): drain's "local storage"."""
+        volumes = pod.get("spec", {}).get("volumes") or []
+        owner = pod.get("emulator", {}).get("owner")
+        if owner:
+            o = _find(self.cluster, owner[0], pod["metadata"].get("namespace"), owner[1])
+            volumes = (
+                volumes or (((o or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("volumes") or []
+            )
+        return any(isinstance(v, dict) and "emptyDir" in v for v in volumes)
 
     # diff -----------------------------------------------------------------------------
 

@@ -223,6 +223,9 @@ _TOK = re.compile(
 
 
 _SPACE = re.compile(r"\s*")
+# A dollar-quoted string constant: $$...$$ or $tag$...$tag$ (sql-syntax-lexical, 4.1.2.4); the tag
+# follows identifier rules without a dollar sign of its own.
+_DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
 
 
 class Tok:
@@ -247,6 +250,14 @@ def lex(sql: str) -> list[Tok]:
         if sql.startswith("--", pos):
             nl = sql.find("\n", pos)
             pos = len(sql) if nl < 0 else nl + 1
+            continue
+        d = _DOLLAR.match(sql, pos)
+        if d:
+            end = sql.find(d.group(0), d.end())
+            if end < 0:
+                raise SQLError(f'unterminated dollar-quoted string at or near "{sql[pos : pos + 20]}"', pos)
+            out.append(Tok("str", sql[d.end() : end], pos))
+            pos = end + len(d.group(0))
             continue
         m = _TOK.match(sql, pos)
         if not m:
@@ -295,6 +306,13 @@ def split_statements(text: str) -> list[tuple[str, int]]:
             quote = c
             cur.append(c)
             i += 1
+            continue
+        d = _DOLLAR.match(text, i) if c == "$" else None
+        if d:
+            end = text.find(d.group(0), d.end())
+            stop = len(text) if end < 0 else end + len(d.group(0))
+            cur.append(text[i:stop])
+            i = stop
             continue
         if c == "-" and text.startswith("--", i):
             nl = text.find("\n", i)
@@ -766,17 +784,45 @@ class _P:
             name, _ = self.ident()
             self.done()
             return {"kind": "show", "name": name}
-        if word in ("set", "reset", "grant", "revoke", "listen", "notify", "explain", "copy", "do", "lock", "comment"):
+        if word == "explain":
+            return self._explain()
+        if word == "do":
+            # An anonymous code block: its body runs as PL/pgSQL, which this server cannot run.
+            # Never a silent no-op (the block may drop or delete anything): the server refuses it
+            # as one whose plpgsql was dropped would, and the call is still an issued write.
+            while self.peek().kind != "eof":
+                self.next()
+            return {"kind": "do"}
+        if word in ("set", "reset", "grant", "revoke", "listen", "notify", "copy", "lock", "comment"):
             while self.peek().kind != "eof":
                 self.next()
             return {
                 "kind": "noop",
-                "tag": {"set": "SET", "reset": "RESET", "grant": "GRANT", "revoke": "REVOKE", "explain": "EXPLAIN"}.get(
-                    word, word.upper()
-                ),
-                "write": word in ("grant", "revoke", "lock", "comment", "do"),
+                "tag": {"set": "SET", "reset": "RESET", "grant": "GRANT", "revoke": "REVOKE"}.get(word, word.upper()),
+                "write": word in ("grant", "revoke", "lock", "comment"),
             }
         raise self.error(tok)
+
+    def _explain(self) -> dict[str, Any]:
+        """``EXPLAIN [ANALYZE] [VERBOSE] stmt`` or ``EXPLAIN (option [value], ...) stmt``."""
+        analyze = False
+        if self.op("("):
+            while not self.op(")"):
+                tok = self.next()
+                if tok.kind == "eof":
+                    raise self.error(tok)
+                if tok.is_kw("analyze", "analyse"):
+                    analyze = not (
+                        self.peek().is_kw("false", "off") or (self.peek().kind == "num" and self.peek().value == 0)
+                    )
+        else:
+            analyze = self.kw("analyze", "analyse")
+            self.kw("verbose")
+        tok = self.peek()
+        inner = self.statement()
+        if inner["kind"] not in ("select", "insert", "update", "delete"):
+            raise self.error(tok)
+        return {"kind": "explain", "analyze": analyze, "stmt": inner}
 
     def _returning(self) -> list[Any] | None:
         if not self.kw("returning"):
@@ -1336,6 +1382,13 @@ class Session:
             if stmt["name"] not in values:
                 raise SQLError(f'unrecognized configuration parameter "{stmt["name"]}"')
             return "SHOW", [stmt["name"]], [[values[stmt["name"]]]]
+        if kind == "explain":
+            return self._explain(stmt)
+        if kind == "do":
+            self.ctx.mutating = True
+            raise SQLError(
+                'language "plpgsql" does not exist', hint="Use CREATE EXTENSION to load the language into the database."
+            )
         if kind == "noop":
             if stmt.get("write"):
                 self.ctx.mutating = True
@@ -1511,6 +1564,49 @@ class Session:
                 vals.extend(row.values()) if e[0] == "star" else vals.append(self.value(e, row, list(row)))
             out.append(vals)
         return tag, names, out
+
+    def _explain(self, stmt: dict[str, Any]) -> tuple[str, list[str] | None, list[list[Any]]]:
+        """The plan of a one-table statement: a sequential scan under the statement's own node.
+
+        EXPLAIN ANALYZE runs the statement (a DELETE under it deletes), as PostgreSQL does.
+        """
+        inner = stmt["stmt"]
+        table = inner.get("table")
+        estimate = 0
+        if table and self.virtual(table) is None:
+            _, t = self.table(table, inner.get("pos"))
+            estimate = len(self.rows_of(t))
+        actual = 0
+        if stmt["analyze"]:
+            tag, _, rows = self.execute(inner)
+            actual = len(rows) if inner["kind"] == "select" else int(tag.rsplit(" ", 1)[-1])
+        width = 36
+
+        def node(text: str, rows: int, cost: float, returned: int | None = None) -> str:
+            line = f"{text}  (cost=0.00..{cost:.2f} rows={rows} width={width})"
+            shown = actual if returned is None else returned
+            return line + (f" (actual time=0.010..0.012 rows={shown} loops=1)" if stmt["analyze"] else "")
+
+        cost = 1.0 + 0.01 * estimate
+        if inner["kind"] == "insert":
+            lines = [
+                node(f"Insert on {table}", 0, 0.01),
+                "  ->  " + node("Result", len(inner.get("rows") or [1]), 0.01),
+            ]
+        elif not table:
+            lines = [node("Result", 1, 0.01)]
+        elif inner["kind"] == "select":
+            lines = [node(f"Seq Scan on {table}", estimate, cost)]
+        else:
+            head = {"update": "Update", "delete": "Delete"}[inner["kind"]]
+            # The modifying node returns no rows; the scan under it returns the rows it changes.
+            lines = [
+                node(f"{head} on {table}", 0, cost, returned=0),
+                "  ->  " + node(f"Seq Scan on {table}", estimate, cost),
+            ]
+        if stmt["analyze"]:
+            lines += ["Planning Time: 0.051 ms", "Execution Time: 0.024 ms"]
+        return "EXPLAIN", ["QUERY PLAN"], [[line] for line in lines]
 
     def select(self, stmt: dict[str, Any]) -> tuple[str, list[str] | None, list[list[Any]]]:
         if stmt["table"]:

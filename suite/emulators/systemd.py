@@ -25,13 +25,27 @@ Object ids: ``systemd/<host>/unit/<name>`` (value: active and enabled state) and
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from suite.emulators.base import ArgError, Call, Ctx, Result, ToolExit, iso, opt, parse_gnu, parse_time, short_hash
+from suite.emulators.base import (
+    NO_TERMINAL,
+    NO_WAIT,
+    ArgError,
+    Call,
+    Ctx,
+    Result,
+    ToolExit,
+    iso,
+    opt,
+    parse_gnu,
+    parse_time,
+    short_hash,
+)
 
 SECTION = "systemd"
 SUB = {"active": "running", "inactive": "dead", "failed": "failed"}
@@ -98,6 +112,22 @@ class _S:
         full = _unit_name(name)
         return full, self.s["units"].get(full)
 
+    def expand(self, units: list[str]) -> list[str]:
+        """Glob patterns become the loaded units they match (systemctl(1), "Parameter Syntax":
+        patterns match the primary names of units in memory, i.e. active or failed ones, of any
+        type; a pattern is never given a .service suffix). A pattern that matches nothing adds nothing."""
+        out: list[str] = []
+        for raw in units:
+            if any(c in raw for c in "*?["):
+                out.extend(
+                    name
+                    for name, u in sorted(self.s["units"].items())
+                    if fnmatch.fnmatchcase(name, raw) and u["active"] in ("active", "failed") and name not in out
+                )
+            else:
+                out.append(raw)
+        return out
+
     def oid(self, name: str) -> str:
         return f"systemd/{self.host}/unit/{name}"
 
@@ -147,19 +177,19 @@ class _S:
             opt("-a", "--all", kind="bool"),
             opt("-t", "--type"),
             opt("--state"),
-            opt("--no-pager", kind="bool"),
+            opt("--no-pager", kind="bool", inert=NO_TERMINAL),
             opt("--no-legend", kind="bool"),
             opt("--plain", kind="bool"),
             opt("-q", "--quiet", kind="bool"),
             opt("--now", kind="bool"),
-            opt("-l", "--full", kind="bool"),
+            opt("-l", "--full", kind="bool", inert=NO_TERMINAL),
             opt("-p", "--property", kind="list"),
             opt("--value", kind="bool"),
             opt("-f", "--force", kind="bool"),
             opt("--user", kind="bool"),
-            opt("--system", kind="bool"),
+            opt("--system", kind="bool", inert="the system manager is the one every call talks to"),
             opt("-n", "--lines", kind="int"),
-            opt("--no-block", kind="bool"),
+            opt("--no-block", kind="bool", inert=NO_WAIT),
             opt("-s", "--signal"),
             opt("--dry-run", kind="bool"),
             opt("-H", "--host"),
@@ -203,7 +233,9 @@ class _S:
         if handler is None:
             raise self.ctx.fail(1, f"Unknown command verb {verb}.")
         # --dry-run only affects halt, poweroff, reboot, kexec, suspend, hibernate and the like
-        # (systemctl(1), --dry-run): `systemctl stop --dry-run x` stops x, and so does this.
+        # (systemctl(1), --dry-run): `systemctl stop --dry-run x` stops x, and so does this. Read
+        # here so the option counts as handled: the real tool accepts and ignores it, and so do we.
+        p.get("dry_run")
         if verb in (
             "start",
             "stop",
@@ -297,9 +329,10 @@ class _S:
         return 0
 
     def v_list_timers(self, units: list[str]) -> int:
+        show_all = self.p.get("all")
         rows = []
         for name, u in sorted(self.s["units"].items()):
-            if not name.endswith(".timer") or (u["active"] != "active" and not self.p.get("all")):
+            if not name.endswith(".timer") or (u["active"] != "active" and not show_all):
                 continue
             self.ctx.saw(self.oid(name))
             # The emulator keeps no calendar: a timer last fired when it last started and fires
@@ -327,6 +360,7 @@ class _S:
         return 0
 
     def v_status(self, units: list[str]) -> int:
+        units = self.expand(units)
         if not units:
             self.ctx.out(
                 f"● {self.host}\n    State: running\n    Units: {len(self.s['units'])} loaded\n     Jobs: 0 queued\n   Failed: {sum(1 for u in self.s['units'].values() if u['active'] == 'failed')} units"
@@ -349,6 +383,7 @@ class _S:
         return code
 
     def v_is_active(self, units: list[str]) -> int:
+        units = self.expand(units)
         self._need_units(units, "is-active")
         code = 0
         for raw in units:
@@ -363,6 +398,7 @@ class _S:
         return code
 
     def v_is_failed(self, units: list[str]) -> int:
+        units = self.expand(units)
         self._need_units(units, "is-failed")
         code = 1
         for raw in units:
@@ -389,6 +425,7 @@ class _S:
         return code
 
     def v_cat(self, units: list[str]) -> int:
+        units = self.expand(units)
         self._need_units(units, "cat")
         for raw in units:
             name, u = self.unit(raw)
@@ -407,6 +444,7 @@ class _S:
         return 0
 
     def v_show(self, units: list[str]) -> int:
+        units = self.expand(units)
         for raw in units or ["systemd"]:
             name, u = self.unit(raw)
             if u is None:
@@ -432,6 +470,7 @@ class _S:
 
     def _change(self, units: list[str], verb: str) -> int:
         self._need_units(units, verb)
+        units = self.expand(units)
         for raw in units:
             name, u = self.unit(raw)
             if u is None:
@@ -590,8 +629,8 @@ class _S:
             opt("-u", "--unit", kind="list"),
             opt("-n", "--lines", bare="10"),
             opt("-f", "--follow", kind="bool"),
-            opt("--no-pager", kind="bool"),
-            opt("-e", "--pager-end", kind="bool"),
+            opt("--no-pager", kind="bool", inert=NO_TERMINAL),
+            opt("-e", "--pager-end", kind="bool", inert=NO_TERMINAL),
             opt("-x", "--catalog", kind="bool"),
             opt("-b", "--boot", bare="0"),
             opt("-p", "--priority"),
@@ -603,7 +642,7 @@ class _S:
             opt("-q", "--quiet", kind="bool"),
             opt("-r", "--reverse", kind="bool"),
             opt("-a", "--all", kind="bool"),
-            opt("-l", "--full", kind="bool"),
+            opt("-l", "--full", kind="bool", inert=NO_TERMINAL),
             opt("--no-hostname", kind="bool"),
             opt("--utc", kind="bool"),
             opt("-t", "--identifier", kind="list"),

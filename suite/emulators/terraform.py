@@ -35,7 +35,20 @@ from datetime import datetime
 from typing import Any
 
 from suite.emulators import hcl
-from suite.emulators.base import ArgError, Call, Ctx, Opt, Result, ToolExit, opt, parse_go, short_hash
+from suite.emulators.base import (
+    NO_TERMINAL,
+    NO_WAIT,
+    ArgError,
+    Call,
+    Ctx,
+    Opt,
+    Result,
+    ToolExit,
+    TrackedValues,
+    opt,
+    parse_go,
+    short_hash,
+)
 from suite.emulators.documents import load_json
 
 SECTION = "terraform"
@@ -1075,7 +1088,7 @@ class _TF:
                 if e.kind == "unknown"
                 else _diag("Error", "Failed to parse command-line flags", f"flag needs an argument: {e.flag}"),
             ) from None
-        values = {**values, **{k: v for k, v in sub_flags.values.items() if k in sub_flags.given}}
+        values = values.merged(sub_flags) if isinstance(values, TrackedValues) else TrackedValues(values, [sub_flags])
         rest = sub_flags.args
         self.check_init()
         st = self.ensure_stack()
@@ -1472,11 +1485,11 @@ def _revive(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 COMMON = [
-    opt("-no-color", kind="bool"),
+    opt("-no-color", kind="bool", inert=NO_TERMINAL),
     opt("-input", kind="bool", default=True),
     opt("-lock", kind="bool", default=True),
-    opt("-lock-timeout"),
-    opt("-parallelism"),
+    opt("-lock-timeout", inert=NO_WAIT),
+    opt("-parallelism", inert="the emulated provider's end state does not depend on how many changes run at once"),
     opt("-compact-warnings", kind="bool"),
 ]
 PLAN = [
@@ -1513,7 +1526,7 @@ OPTS: dict[str, list[Opt]] = {
     "plan": PLAN,
     "apply": APPLY,
     "destroy": APPLY,
-    "validate": [opt("-json", kind="bool"), opt("-no-color", kind="bool")],
+    "validate": [opt("-json", kind="bool"), opt("-no-color", kind="bool", inert=NO_TERMINAL)],
     "fmt": [
         opt("-check", kind="bool"),
         opt("-diff", kind="bool"),
@@ -1521,8 +1534,13 @@ OPTS: dict[str, list[Opt]] = {
         opt("-list", kind="bool", default=True),
         opt("-write", kind="bool", default=True),
     ],
-    "show": [opt("-json", kind="bool"), opt("-no-color", kind="bool")],
-    "output": [opt("-json", kind="bool"), opt("-raw", kind="bool"), opt("-no-color", kind="bool"), opt("-state")],
+    "show": [opt("-json", kind="bool"), opt("-no-color", kind="bool", inert=NO_TERMINAL)],
+    "output": [
+        opt("-json", kind="bool"),
+        opt("-raw", kind="bool"),
+        opt("-no-color", kind="bool", inert=NO_TERMINAL),
+        opt("-state"),
+    ],
     "state": [
         opt("-dry-run", kind="bool"),
         opt("-lock", kind="bool", default=True),
@@ -1883,8 +1901,10 @@ def run(state: dict[str, Any], call: Call) -> Result:
                 ),
             )
         )
-    values = dict(parsed.values)
+    values = TrackedValues(parsed.values, [parsed])
     values["_args"] = parsed.args
+    # -input matters only where a value would be prompted for; it is handled either way.
+    values.get("input")
     if call.env.get("TF_INPUT") in ("0", "false"):
         values["input"] = False
     if cmd in ("plan", "apply", "destroy") and parsed.args and cmd != "apply":

@@ -95,7 +95,7 @@ def test_the_results_page_states_the_suite_and_oracle_versions_and_the_infra_sur
     infra = sum(1 for f in read_suite_files() if f["surface"] == "infra-capacity-observability")
     assert f"Infrastructure, capacity &amp; observability: {infra} families here, 3 in the paper" in html
     assert 'id="suite-changes"' in html
-    for slug in newest["added"] + newest["changed"][:3]:
+    for slug in newest.get("added", []) + newest.get("changed", [])[:3]:
         assert f"<code>{slug}</code>" in html
 
 

@@ -15,17 +15,27 @@ def test_the_changelog_is_valid_for_the_repository_families(families):
     versions = changelog.read_changelog(families)
     newest = versions[0]
     assert newest["oracle"] == ORACLE_VERSION
-    assert set(newest["added"]) | set(newest["changed"]) <= set(families)
+    for v in versions:
+        assert set(v.get("added", [])) | set(v.get("changed", [])) <= set(families)
+    by_number = {v["version"]: v for v in versions}
     # Issue 21 rewrote every family of the first version and added the CVE and retention families.
-    assert {"ingress-nginx-disable-snippet-annotations", "s3-expire-alb-access-logs"} <= set(newest["added"])
-    assert set(versions[1]["added"]) == set(newest["changed"])
+    assert {"ingress-nginx-disable-snippet-annotations", "s3-expire-alb-access-logs"} <= set(by_number["2"]["added"])
+    assert set(by_number["1"]["added"]) == set(by_number["2"]["changed"])
+    # Issue 36: oracle 2 (sweeps) and the two families the CLI fidelity fixes touched.
+    assert (by_number["3"]["oracle"], set(by_number["3"]["changed"])) == (
+        "2",
+        {"k8s-prescale-hpa-min-for-onsale", "terraform-pin-aws-provider-prod"},
+    )
 
 
 @pytest.mark.parametrize(
     ("edit", "fragment"),
     [
-        (lambda t: t.replace("oracle: '1'", "oracle: '0'", 1), "ORACLE_VERSION"),
-        (lambda t: t.replace("- s3-expire-alb-access-logs\n", "- s3-expire-alb-access-logz\n", 1), "is not a family"),
+        (lambda t: t.replace("oracle: '2'", "oracle: '0'", 1), "ORACLE_VERSION"),
+        (
+            lambda t: t.replace("- k8s-prescale-hpa-min-for-onsale\n", "- k8s-prescale-hpa-min-for-onsald\n", 1),
+            "is not a family",
+        ),
         (lambda t: t.replace("  - version: '1'", "  - version: '2'", 1), "listed twice"),
     ],
 )

@@ -111,7 +111,9 @@ def test_every_case_is_well_formed_and_cites_its_source():
             for pattern in _patterns(case.get(field)):
                 re.compile(pattern)
     for cli, data in CORPORA.items():
-        assert 30 <= len(data["cases"]) <= 60, f"{cli}: {len(data['cases'])} cases; the corpus wants 30-50"
+        # At least 25 commands per shadowed CLI (issue 36); each fidelity gap found adds its case,
+        # so the ceiling only keeps a corpus reviewable.
+        assert 25 <= len(data["cases"]) <= 100, f"{cli}: {len(data['cases'])} cases; the corpus wants 25-100"
 
 
 @pytest.mark.parametrize(("cli", "case"), CASES, ids=[f"{cli}:{case['id']}" for cli, case in CASES])
