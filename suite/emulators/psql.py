@@ -280,6 +280,51 @@ def lex(sql: str) -> list[Tok]:
     return out
 
 
+def _record_rule(record: int, hwidth: int, dwidth: int) -> str:
+    """The ``-[ RECORD n ]`` line of expanded output, border 1 (print.c, print_aligned_vertical_line):
+    the label overwrites the rule, and the ``+`` at the column break shows only if the label ends
+    before it."""
+    out = "-" + f"[ RECORD {record} ]"
+    reclen = len(out)
+    out += "-" * max(0, hwidth - reclen)
+    reclen -= hwidth
+    for piece in ("-", "+", "-"):
+        if reclen <= 0:
+            out += piece
+        reclen -= 1
+    return out + "-" * max(0, dwidth - max(reclen, 0))
+
+
+DISPLAY_SIZE = 60  # libpq's reportErrorPosition: the quoted line's width limit
+MIN_RIGHT_CUT = 10  # and how far the cursor stays from a cut end
+
+
+def _error_cursor(query: str, pos: int) -> list[str]:
+    """``LINE n: ...`` and the ``^`` under the error position, cut to 60 columns as libpq cuts them
+    (fe-protocol3.c, reportErrorPosition; one column per character)."""
+    pos = max(0, min(pos, len(query)))
+    number = query.count("\n", 0, pos) + 1
+    beg = query.rfind("\n", 0, pos) + 1
+    end = query.find("\n", pos)
+    end = len(query) if end < 0 else end
+    beg_cut = end_cut = False
+    if end - beg > DISPLAY_SIZE:
+        if beg + DISPLAY_SIZE >= pos + MIN_RIGHT_CUT:
+            end, end_cut = beg + DISPLAY_SIZE, True
+        else:
+            if pos + MIN_RIGHT_CUT < end:
+                end, end_cut = pos + MIN_RIGHT_CUT, True
+            if end - beg > DISPLAY_SIZE:
+                beg, beg_cut = end - DISPLAY_SIZE, True
+    label = f"LINE {number}: " + ("..." if beg_cut else "")
+    return [label + query[beg:end] + ("..." if end_cut else ""), " " * (len(label) + pos - beg) + "^"]
+
+
+def _controls_transaction(stmt: str) -> bool:
+    word = stmt.lstrip().split(None, 1)[0].lower() if stmt.strip() else ""
+    return word in ("begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release")
+
+
 def split_statements(text: str) -> list[tuple[str, int]]:
     """Split on ``;`` outside quotes; backslash meta-commands end at the line end.
 
@@ -575,16 +620,21 @@ class _P:
             self.need_kw("into")
             table, pos = self.table_name()
             cols = None
+            col_pos: list[int] = []
             if self.op("("):
-                cols = [self.ident()[0]]
+                first, at = self.ident()
+                cols, col_pos = [first], [at]
                 while self.op(","):
-                    cols.append(self.ident()[0])
+                    name, at = self.ident()
+                    cols.append(name)
+                    col_pos.append(at)
                 self.need_op(")")
             if self.kw("select"):
                 # INSERT INTO t [(cols)] SELECT ...: how a table is refilled from a copy of itself.
                 query = self.select()
                 return {
                     "kind": "insert",
+                    "col_pos": col_pos,
                     "table": table,
                     "pos": pos,
                     "cols": cols,
@@ -605,21 +655,39 @@ class _P:
                     break
             returning = self._returning()
             self.done()
-            return {"kind": "insert", "table": table, "pos": pos, "cols": cols, "rows": rows, "returning": returning}
+            return {
+                "kind": "insert",
+                "table": table,
+                "pos": pos,
+                "cols": cols,
+                "col_pos": col_pos,
+                "rows": rows,
+                "returning": returning,
+            }
         if word == "update":
             table, pos = self.table_name()
             self.need_kw("set")
             sets = []
+            set_pos = []
             while True:
-                col, _ = self.ident()
+                col, col_pos = self.ident()
                 self.need_op("=")
                 sets.append((col, self.expr()))
+                set_pos.append(col_pos)
                 if not self.op(","):
                     break
             where = self.expr() if self.kw("where") else None
             returning = self._returning()
             self.done()
-            return {"kind": "update", "table": table, "pos": pos, "sets": sets, "where": where, "returning": returning}
+            return {
+                "kind": "update",
+                "table": table,
+                "pos": pos,
+                "sets": sets,
+                "set_pos": set_pos,
+                "where": where,
+                "returning": returning,
+            }
         if word == "delete":
             self.need_kw("from")
             table, pos = self.table_name()
@@ -1405,15 +1473,23 @@ class Session:
         # Like PostgreSQL: names are resolved (parse analysis) before the executor refuses a write
         # on a standby, so a missing table is reported first.
         if kind in ("insert", "update", "delete"):
-            self.table(stmt["table"], stmt["pos"])
+            base, t = self.table(stmt["table"], stmt["pos"])
+            if kind == "update":
+                known = {c["name"] for c in t["columns"]}
+                for (col, _), col_pos in zip(
+                    stmt["sets"], stmt.get("set_pos") or [None] * len(stmt["sets"]), strict=True
+                ):
+                    if col not in known:
+                        raise SQLError(f'column "{col}" of relation "{base}" does not exist', col_pos)
         self.write_guard(verb)
         if kind == "insert":
             base, t = self.table(stmt["table"], stmt["pos"])
             names = [c["name"] for c in t["columns"]]
             cols = stmt["cols"] or names
-            for c in cols:
+            for i, c in enumerate(cols):
                 if c not in names:
-                    raise SQLError(f'column "{c}" of relation "{base}" does not exist')
+                    at = (stmt.get("col_pos") or [])[i : i + 1]
+                    raise SQLError(f'column "{c}" of relation "{base}" does not exist', at[0] if at else None)
             added = []
             if stmt.get("query") is not None:
                 _, _, selected = self.select(stmt["query"])
@@ -1961,6 +2037,8 @@ class _Client:
         self.source = ""
         self.line = 1
         self.errors = 0
+        self.query = ""  # the query string being run (a -c argument or a script), for positions
+        self.offset = 0  # where the current statement starts in it
 
     def connect(self) -> Session:
         env = self.ctx.call.env
@@ -2052,8 +2130,21 @@ class _Client:
         code = 0
         for source, text in scripts:
             self.source = source
-            for stmt, line in split_statements(text):
+            self.query, self.offset, cursor = text, 0, 0
+            statements = split_statements(text)
+            # psql sends a -c string to the server as one query: its statements run in one implicit
+            # transaction (unless it controls transactions itself), and the first error skips the
+            # rest and undoes what the string did (protocol, "Multiple Statements in a Simple Query").
+            one_query = source == "-c" and len(statements) > 1 and not any(s.startswith("\\") for s, _ in statements)
+            implicit = (
+                one_query and self.session.tx is None and not any(_controls_transaction(s) for s, _ in statements)
+            )
+            before = copy.deepcopy(self.session.server["databases"]) if implicit else None
+            for stmt, line in statements:
                 self.line = line
+                found = text.find(stmt, cursor)
+                self.offset = max(found, 0)
+                cursor = self.offset + len(stmt)
                 if self.ctx.call.tool and p.get("echo_queries"):
                     self.ctx.out(stmt)
                 ok = self.statement(stmt)
@@ -2062,8 +2153,12 @@ class _Client:
                 if not ok:
                     if source == "-c":
                         code = 1
+                        if before is not None:
+                            self.session.server["databases"] = before
                         if self.stop:
                             return 1
+                        if one_query:
+                            break
                     elif self.stop:
                         return 3
         if p.get("single_transaction") and self.session.tx is not None:
@@ -2099,6 +2194,9 @@ class _Client:
             return True
         if names is not None:
             self.print_rows(names, rows)
+            # A write with RETURNING: psql prints the rows, then the command's tag.
+            if stmt.get("kind") in ("insert", "update", "delete") and not self.p.get("quiet"):
+                self.ctx.out(tag)
         elif not self.p.get("quiet"):
             self.ctx.out(tag)
         return True
@@ -2112,9 +2210,11 @@ class _Client:
         if err.hint:
             lines.append(f"HINT:  {err.hint}")
         if err.pos is not None and text and not err.message.startswith(("database ", "cannot ", "current transaction")):
-            first = text.split("\n")[0]
-            lines.append(f"LINE 1: {first}")
-            lines.append(" " * (8 + min(err.pos, len(first))) + "^")
+            # The server quotes the line of the query string that holds the position: for -c that
+            # string is the whole argument (psql sends it as one query), so a later statement's
+            # position counts from the argument's start.
+            query, pos = (self.query, self.offset + err.pos) if self.source == "-c" and self.query else (text, err.pos)
+            lines.extend(_error_cursor(query, pos))
         self.ctx.err("\n".join(lines))
 
     def print_rows(self, names: list[str], rows: list[list[Any]], title: str = "", footer: bool = True) -> None:
@@ -2144,10 +2244,13 @@ class _Client:
             if not rows:
                 self.ctx.out("(0 rows)")
             width = max((len(n) for n in names), default=0)
+            dwidth = max((len(_display(v)) for r in rows for v in r), default=0)
             for i, r in enumerate(rows, 1):
-                self.ctx.out(f"-[ RECORD {i} ]" + "-" * max(0, width - 6) + "+" + "-" * 10)
+                self.ctx.out(_record_rule(i, width, dwidth))
                 for n, v in zip(names, r, strict=True):
                     self.ctx.out(f"{n.ljust(width)} | {_display(v)}")
+            if rows:
+                self.ctx.out("")
             return
         if p.get("tuples_only"):
             text = aligned(names, rows, footer=False)
