@@ -20,6 +20,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql as pgsql
 
 from tests.suite.conftest import cli
 
@@ -100,7 +101,8 @@ CASES: list[tuple[list[str], str]] = [
     ([], "SELECT id, email, created_at, admin FROM users WHERE id > 0 AND email <> 'x' AND nope = 1"),
     (
         [],
-        "SELECT id, email, created_at, admin, id, email FROM users WHERE id > 0 AND nope = 1 AND email <> 'x' AND admin",
+        "SELECT id, email, created_at, admin, id, email FROM users "
+        "WHERE id > 0 AND nope = 1 AND email <> 'x' AND admin",
     ),
 ]
 # What each case leaves behind, read back on both sides after it (the writes it kept).
@@ -120,7 +122,8 @@ def template() -> Iterator[str]:
             for table, spec in TABLES.items():
                 conn.execute(f"CREATE TABLE {table} ({', '.join(spec['columns'])})")
                 for row in spec["rows"]:
-                    conn.execute(f"INSERT INTO {table} VALUES ({', '.join(['%s'] * len(row))})", row)
+                    values = pgsql.SQL(", ").join([pgsql.Placeholder()] * len(row))
+                    conn.execute(pgsql.SQL("INSERT INTO {} VALUES ({})").format(pgsql.Identifier(table), values), row)
         yield name
     finally:
         with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
