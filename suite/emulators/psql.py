@@ -668,12 +668,12 @@ class _P:
             table, pos = self.table_name()
             self.need_kw("set")
             sets = []
-            set_pos = []
+            set_pos: list[int] = []
             while True:
-                col, col_pos = self.ident()
+                col, at = self.ident()
                 self.need_op("=")
                 sets.append((col, self.expr()))
-                set_pos.append(col_pos)
+                set_pos.append(at)
                 if not self.op(","):
                     break
             where = self.expr() if self.kw("where") else None

@@ -26,7 +26,7 @@ from tests.suite.conftest import cli
 
 REAL_PSQL = shutil.which("psql") or "psql"
 ADMIN_DSN = "postgresql://root@127.0.0.1:5432/postgres"
-TABLES = {
+TABLES: dict[str, dict[str, list[Any]]] = {
     "users": {
         "columns": ["id integer", "email text", "created_at timestamp", "admin boolean"],
         "rows": [
