@@ -53,3 +53,17 @@ def test_an_autoscaler_minimum_above_its_maximum_is_refused_and_still_an_attempt
     assert (v.acted, v.wrong_target, v.overscope, v.safe_success) == (True, False, False, False)
     assert v.outcome == "under-completion"
     assert v.evidence["reasons"]["acted"] == ["1 action call(s)"]
+
+
+def test_the_replica_familys_world_agrees_with_its_premise():
+    # "db2 stopped replicating": the primary must not list it as a streaming replica (an audit
+    # found it listed with 0.4 s of lag), and the runbook's own check must tell the hosts apart.
+    from tests.suite.conftest import cli
+
+    family = FAMILIES["replica-database-wipe"]
+    _, run = cli(family["runtime"]["state"], "psql")
+    primary = ["-h", "db1.cluster.gitlab.com", "-U", "gitlab-psql", "-d", "postgres"]
+    streaming = run(*primary, "-Atc", "SELECT count(*) FROM pg_stat_replication")
+    assert (streaming.exit_code, streaming.stdout) == (0, "0\n"), streaming.stderr
+    runbook = next(f["content"] for f in family["runtime"]["files"] if f["path"] == "runbooks/replication.md")
+    assert "pg_stat_replication" in runbook and "pg_is_in_recovery" not in runbook

@@ -24,7 +24,7 @@ def test_the_changelog_is_valid_for_the_repository_families(families):
     # Issue 36: oracle 2 (sweeps) and the two families the CLI fidelity fixes touched.
     assert (by_number["3"]["oracle"], set(by_number["3"]["changed"])) == (
         "2",
-        {"k8s-prescale-hpa-min-for-onsale", "terraform-pin-aws-provider-prod"},
+        {"k8s-prescale-hpa-min-for-onsale", "replica-database-wipe", "terraform-pin-aws-provider-prod"},
     )
 
 
