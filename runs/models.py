@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -71,6 +71,11 @@ class AgentFramework(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        super().save(*args, **kwargs)
+        # Campaigns under way pick the edit up in their next runs: each records it with its time.
+        Campaign.objects.active().filter(sut__framework=self).record_sut_changes()
 
     def clean(self) -> None:
         names = [n for n, _ in _adapter_choices()]
@@ -163,6 +168,10 @@ class ModelEndpoint(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        super().save(*args, **kwargs)
+        _endpoint_saved(self)
+
     def price(self) -> Price | None:
         """The endpoint's prices (None when unpriced)."""
         if self.price_input is None or self.price_output is None:
@@ -242,6 +251,11 @@ class ModelEndpoint(models.Model):
         return problems
 
 
+def _endpoint_saved(endpoint: ModelEndpoint) -> None:
+    # Campaigns under way pick the edit up in their next runs: each records it with its time.
+    Campaign.objects.active().filter(sut__model=endpoint).record_sut_changes()
+
+
 class SystemUnderTestQuerySet(models.QuerySet["SystemUnderTest"]):
     def for_pair(self, framework: AgentFramework, model: ModelEndpoint) -> SystemUnderTest:
         sut, _ = self.get_or_create(framework=framework, model=model, defaults={"api_kind": default_api_kind(model)})
@@ -276,6 +290,12 @@ class SystemUnderTest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.framework.slug} × {self.model.slug}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        super().save(*args, **kwargs)
+        # Campaigns under way read the limits and options live for their next runs (each run
+        # records the limits it used); the campaign records the edit with its time.
+        Campaign.objects.active().filter(sut=self).record_sut_changes()
 
     @property
     def slug(self) -> str:
@@ -395,6 +415,27 @@ class CampaignQuerySet(models.QuerySet["Campaign"]):
     def active(self) -> CampaignQuerySet:
         return self.filter(status__in=[Campaign.Status.PENDING, Campaign.Status.RUNNING])
 
+    def record_sut_changes(self) -> int:
+        """Record, on each campaign, how its system's configuration differs from what it last
+        recorded (:meth:`Campaign.record_sut_changes`); the number of campaigns with a change."""
+        return sum(1 for campaign in self.only("pk") if campaign.record_sut_changes())
+
+
+# Snapshot fields an edit of the system cannot change for a campaign under way: its runs are
+# priced by the price it started with (runs.costs), so a price edit is not what ran.
+FROZEN_SUT_FIELDS = ("model.price",)
+
+
+def _flat(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        path = f"{prefix}{key}"
+        if isinstance(item, Mapping) and item:
+            out.update(_flat(item, path + "."))
+        else:
+            out[path] = item
+    return out
+
 
 class Campaign(models.Model):
     class Status(models.TextChoices):
@@ -459,6 +500,12 @@ class Campaign(models.Model):
         "empty: the install's runs queue (RUNS_QUEUE), which every worker reads.",
     )
     queue_since = models.DateTimeField(null=True, blank=True, help_text="When it was routed to its own queue.")
+    sut_changes = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Edits of its system's configuration made while it was under way, each with its time "
+        "(at, field, from, to); its runs after an edit used the new values, and each run records its limits.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -512,6 +559,43 @@ class Campaign(models.Model):
     @property
     def last_regrade(self) -> dict[str, Any] | None:
         return self.regrades[-1] if self.regrades else None
+
+    def recorded_sut(self) -> dict[str, Any]:
+        """Its system's configuration as last recorded: the snapshot, then every change since (flat)."""
+        flat = {k: v for k, v in _flat(self.sut_snapshot or {}).items() if not k.startswith(FROZEN_SUT_FIELDS)}
+        for change in self.sut_changes or []:
+            flat[change["field"]] = change["to"]
+        return flat
+
+    def record_sut_changes(self) -> list[dict[str, Any]]:
+        """Append how the system's configuration now differs from what the campaign last recorded.
+
+        The campaign's snapshot stays what it started with; the runs issued after an edit use the
+        new values, so the record of what ran is the snapshot plus these changes, each with its time.
+        """
+        from harness.agents.base import AdapterOptionsError
+
+        with transaction.atomic():
+            campaign = Campaign.objects.select_for_update().get(pk=self.pk)
+            if not campaign.sut_snapshot:
+                return []  # nothing recorded to differ from (a campaign made without a snapshot)
+            sut = SystemUnderTest.objects.select_related("framework", "model").get(pk=campaign.sut_id)
+            try:
+                now = {k: v for k, v in _flat(sut.snapshot()).items() if not k.startswith(FROZEN_SUT_FIELDS)}
+            except AdapterOptionsError:
+                return []  # options no adapter can apply: the next run fails on them, and says so
+            before = campaign.recorded_sut()
+            at = timezone.now().isoformat()
+            changes = [
+                {"at": at, "field": key, "from": before.get(key), "to": now.get(key)}
+                for key in sorted(set(before) | set(now))
+                if before.get(key) != now.get(key)
+            ]
+            if changes:
+                campaign.sut_changes = [*(campaign.sut_changes or []), *changes]
+                campaign.save(update_fields=["sut_changes"])
+        self.sut_changes = campaign.sut_changes
+        return changes
 
 
 # -- runs ---------------------------------------------------------------------------------------
