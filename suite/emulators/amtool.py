@@ -32,6 +32,8 @@ from typing import Any
 
 from suite.emulators.base import (
     DEFAULT_CLOCK,
+    NO_DEBUG,
+    NO_TRANSPORT,
     ArgError,
     Call,
     Ctx,
@@ -176,9 +178,9 @@ OPTS = [
     opt("--start"),
     opt("--end"),
     opt("--require-comment", kind="bool", default=True),
-    opt("--timeout"),
+    opt("--timeout", inert=NO_TRANSPORT),
     opt("--date.format", dest="date_format"),
-    opt("-v", "--verbose", kind="bool"),
+    opt("-v", "--verbose", kind="bool", inert=NO_DEBUG),
     opt("--help", kind="bool"),
     opt("--version", kind="bool"),
 ]

@@ -51,7 +51,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from suite.emulators.base import ArgError, Call, Ctx, Result, ToolExit, opt, parse_gnu, short_hash
+from suite.emulators.base import NO_TERMINAL, ArgError, Call, Ctx, Result, ToolExit, opt, parse_gnu, short_hash
 
 SECTION = "postgres"
 VERSION = (
@@ -1935,7 +1935,7 @@ OPTS = [
     opt("-c", "--command", kind="list"),
     opt("-f", "--file", kind="list"),
     opt("-v", "--set", "--variable", dest="set", kind="list"),
-    opt("-X", "--no-psqlrc", kind="bool"),
+    opt("-X", "--no-psqlrc", kind="bool", inert="no ~/.psqlrc exists in an emulated call: there is nothing to skip"),
     opt("-q", "--quiet", kind="bool"),
     opt("-t", "--tuples-only", kind="bool"),
     opt("-A", "--no-align", kind="bool"),
@@ -1943,7 +1943,7 @@ OPTS = [
     opt("-R", "--record-separator"),
     opt("-x", "--expanded", kind="bool"),
     opt("-1", "--single-transaction", kind="bool"),
-    opt("-w", "--no-password", kind="bool"),
+    opt("-w", "--no-password", kind="bool", inert="the emulated servers never ask for a password"),
     opt("-W", "--password", kind="bool"),
     opt("-e", "--echo-queries", kind="bool"),
     opt("-E", "--echo-hidden", kind="bool"),
@@ -1953,7 +1953,7 @@ OPTS = [
     opt("-P", "--pset", kind="list"),
     opt("-o", "--output"),
     opt("-L", "--log-file"),
-    opt("-n", "--no-readline", kind="bool"),
+    opt("-n", "--no-readline", kind="bool", inert=NO_TERMINAL),
     opt("-s", "--single-step", kind="bool"),
     opt("-S", "--single-line", kind="bool"),
     opt("-H", "--html", kind="bool"),
@@ -2107,6 +2107,12 @@ class _Client:
         if p.get("help"):
             self.ctx.out(HELP, end="")
             return 0
+        # -P pager=...: output is never paged here, so pager settings are handled by doing nothing;
+        # any other printing option is not implemented and stays unread, so the call is refused
+        # as psql refuses an option it does not know (suite.emulators.run_call).
+        psets = p.values.get("pset") or []
+        if psets and all(item.split("=", 1)[0] in ("pager", "pager_min_lines") for item in psets):
+            p.get("pset")
         self.session = self.connect()
         if p.get("list"):
             self.meta("\\l")
