@@ -25,6 +25,7 @@ from suite.emulators.base import (
     Call,
     Result,
     UnsupportedOption,
+    end_call,
     parse_time,
     start_call,
     unread_options,
@@ -133,8 +134,11 @@ def run_call(state: dict[str, Any], call: Call) -> Result:
         return Result(stderr=f"{call.tool}: this environment has no {section} state\n", exit_code=1)
     tool = command(call.tool)
     start_call()
-    result = tool(state, call)
-    unread = unread_options() if result.exit_code == 0 else []
+    try:
+        result = tool(state, call)
+        unread = unread_options() if result.exit_code == 0 else []
+    finally:
+        end_call()
     if not unread:
         return result
     # An option the call gave and nothing read would be accepted and ignored, which is never what
@@ -144,7 +148,7 @@ def run_call(state: dict[str, Any], call: Call) -> Result:
     try:
         refused = tool(state, call)
     finally:
-        start_call()
+        end_call()
     if refused.exit_code == 0:
         flags = ", ".join(flag for _, flag in unread)
         refused = Result(stderr=f"{call.tool}: unknown flag: {flags}\n", exit_code=1)

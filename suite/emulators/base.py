@@ -304,7 +304,8 @@ class Parsed:
     read: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        _TRACE.append(self)
+        if _TRACING:
+            _TRACE.append(self)
 
     def __getitem__(self, key: str) -> Any:
         self.read.add(key)
@@ -343,13 +344,23 @@ class TrackedValues(dict[str, Any]):
 # jail runs one call at a time.
 _TRACE: list[Parsed] = []
 _REFUSED: set[tuple[str, ...]] = set()  # by the option's names: an Opt may hold a list default
+_TRACING = False  # outside a call (a test parsing a command line) nothing is kept
 
 
 def start_call(refuse: Iterable[Opt] = ()) -> None:
     """Begin tracing a call's options; ``refuse`` are parsed as unknown options this time."""
+    global _TRACING
     _TRACE.clear()
     _REFUSED.clear()
     _REFUSED.update(o.names for o in refuse)
+    _TRACING = True
+
+
+def end_call() -> None:
+    global _TRACING
+    _TRACE.clear()
+    _REFUSED.clear()
+    _TRACING = False
 
 
 def unread_options() -> list[tuple[Opt, str]]:
