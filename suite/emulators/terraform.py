@@ -136,6 +136,59 @@ def objects(section: dict[str, Any]) -> dict[str, Any]:
 # Diagnostics and rendering
 
 
+# The provider versions the emulated registry offers: the last release of each major line an agent
+# meets in these families (hashicorp/aws 3.x ended at 3.76.1). init picks from here for a provider
+# the lock file does not hold yet.
+REGISTRY = {
+    "registry.terraform.io/hashicorp/aws": ("3.76.1", "4.67.0", "5.31.0"),
+    "registry.terraform.io/hashicorp/random": ("3.5.1", "3.6.0"),
+}
+LOCK_FILE = ".terraform.lock.hcl"
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = text.strip().lstrip("v").split("-", 1)[0].split(".")
+    return tuple(int(p) for p in parts if p.isdigit())
+
+
+def satisfies(version: str, constraints: str) -> bool:
+    """Whether ``version`` meets a provider version constraint string (Terraform's syntax: a
+    comma-separated list of ``=``, ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``~>``; ``~> 3`` admits
+    3.x, ``~> 3.5`` admits 3.5 and up within 3, ``~> 3.5.1`` admits 3.5.x from 3.5.1)."""
+    have = _version(version)
+    for raw in (c.strip() for c in constraints.split(",") if c.strip()):
+        m = re.fullmatch(r"(~>|>=|<=|!=|=|>|<)?\s*v?(\d+(?:\.\d+){0,2})", raw)
+        if m is None:
+            raise ValueError(f"invalid version constraint {raw!r}")
+        op, want_text = m.group(1) or "=", m.group(2)
+        want = _version(want_text)
+        full = want + (0,) * (3 - len(want))
+        pad = have + (0,) * (3 - len(have))
+        if op == "~>":
+            upper = (want[0] + 1, 0, 0) if len(want) <= 2 else (want[0], want[1] + 1, 0)
+            ok = full <= pad < upper
+        else:
+            ok = {
+                "=": pad == full,
+                "!=": pad != full,
+                ">": pad > full,
+                ">=": pad >= full,
+                "<": pad < full,
+                "<=": pad <= full,
+            }[op]
+        if not ok:
+            return False
+    return True
+
+
+def _address(source: str) -> str:
+    return source if source.count("/") >= 2 else f"registry.terraform.io/{source}"
+
+
+def _short(address: str) -> str:
+    return address.removeprefix("registry.terraform.io/")
+
+
 def _diag(kind: str, summary: str, detail: str = "", where: str = "") -> str:
     lines = ["╷", f"│ {kind}: {summary}", "│ "]
     if where:
@@ -260,6 +313,63 @@ class _TF:
         base = self.chdir or "."
         datas = self.ctx.call.files_of([posixpath.join(base, n) for n in names])
         return {n: d.content or "" for n, d in zip(names, datas, strict=True) if d.content is not None}
+
+    def provider_requirements(self, files: dict[str, str]) -> dict[str, str]:
+        """Each provider the configuration needs, by registry address, with its version constraint
+        ("" for none): required_providers entries, then provider blocks without one (hashicorp/NAME)."""
+        required: dict[str, str] = {}
+        named: set[str] = set()
+
+        def no_refs(name: str, line: int) -> Any:
+            raise hcl.HCLError("Variables not allowed", "Variables may not be used here.")
+
+        for fname, text in sorted(files.items()):
+            if not fname.endswith(".tf"):
+                continue
+            try:
+                body = hcl.parse(text, fname)
+            except hcl.HCLError:
+                continue  # reported by the command that loads the configuration
+            for block in body.blocks:
+                if block.type == "provider" and block.labels:
+                    named.add(block.labels[0])
+                if block.type != "terraform":
+                    continue
+                for inner in block.body.blocks:
+                    if inner.type != "required_providers":
+                        continue
+                    for local, (expr, _) in inner.body.attributes.items():
+                        try:
+                            spec = hcl.evaluate(expr, no_refs, fname)
+                        except hcl.HCLError:
+                            continue
+                        source = str(spec.get("source", f"hashicorp/{local}")) if isinstance(spec, dict) else local
+                        version = str(spec.get("version", "")) if isinstance(spec, dict) else str(spec)
+                        required[_address(source)] = version
+                        named.discard(local)
+        for local in named:
+            required.setdefault(_address(f"hashicorp/{local}"), "")
+        return dict(sorted(required.items()))
+
+    def locked_providers(self) -> dict[str, dict[str, str]]:
+        """The dependency lock file's provider selections: address -> {version, constraints}."""
+        data = self.ctx.call.file(posixpath.join(self.chdir or ".", LOCK_FILE))
+        if data.error or data.content is None:
+            return {}
+        try:
+            body = hcl.parse(data.content, LOCK_FILE)
+        except hcl.HCLError:
+            return {}
+        out: dict[str, dict[str, str]] = {}
+        for block in body.blocks:
+            if block.type == "provider" and block.labels:
+                attrs = {k: v[0] for k, v in block.body.attributes.items()}
+                out[block.labels[0]] = {
+                    k: str(hcl.evaluate(attrs[k], lambda n, ln: None, LOCK_FILE))
+                    for k in ("version", "constraints")
+                    if k in attrs
+                }
+        return out
 
     def ensure_stack(self) -> dict[str, Any]:
         if self.stack is None:
@@ -800,20 +910,28 @@ class _TF:
     # -- commands -------------------------------------------------------------------------
 
     def do_version(self, values: dict[str, Any]) -> None:
+        # The providers listed are those the working directory has installed: the lock file's
+        # selections once init has run there (none before).
+        selections = (
+            {a: p["version"] for a, p in sorted(self.locked_providers().items()) if "version" in p}
+            if self.stack is not None and self.stack.get("initialized")
+            else {}
+        )
         if values.get("json"):
             self.ctx.out(
                 json.dumps(
                     {
                         "terraform_version": VERSION,
                         "platform": "linux_amd64",
-                        "provider_selections": {"registry.terraform.io/hashicorp/aws": "5.31.0"},
+                        "provider_selections": selections,
                         "terraform_outdated": False,
                     },
                     indent=2,
                 )
             )
             return
-        self.ctx.out(f"Terraform v{VERSION}\non linux_amd64\n+ provider registry.terraform.io/hashicorp/aws v5.31.0")
+        lines = [f"Terraform v{VERSION}", "on linux_amd64", *(f"+ provider {a} v{v}" for a, v in selections.items())]
+        self.ctx.out("\n".join(lines))
 
     def do_init(self, values: dict[str, Any]) -> None:
         files = self.tf_files()
@@ -822,13 +940,61 @@ class _TF:
                 "Terraform initialized in an empty directory!\n\nThe directory has no Terraform configuration files. You may begin working\nwith Terraform immediately by creating Terraform configuration files."
             )
             return
+        plugins = self._select_providers(files)
         st = self.ensure_stack()
         st["initialized"] = True
         if self.stack is not None and self.stack not in self.s["stacks"]:
             self.s["stacks"].append(self.stack)
         self.ctx.out(
-            '\nInitializing the backend...\n\nInitializing provider plugins...\n- Reusing previous version of hashicorp/aws from the dependency lock file\n- Using previously-installed hashicorp/aws v5.31.0\n\nTerraform has been successfully initialized!\n\nYou may now begin working with Terraform. Try running "terraform plan" to see\nany changes that are required for your infrastructure. All Terraform commands\nshould now work.\n\nIf you ever set or change modules or backend configuration for Terraform,\nrerun this command to reinitialize your working directory. If you forget, other\ncommands will detect it and remind you to do so if necessary.'
+            "\nInitializing the backend...\n\nInitializing provider plugins...\n"
+            + "\n".join(plugins)
+            + '\n\nTerraform has been successfully initialized!\n\nYou may now begin working with Terraform. Try running "terraform plan" to see\nany changes that are required for your infrastructure. All Terraform commands\nshould now work.\n\nIf you ever set or change modules or backend configuration for Terraform,\nrerun this command to reinitialize your working directory. If you forget, other\ncommands will detect it and remind you to do so if necessary.'
         )
+
+    def _select_providers(self, files: dict[str, str]) -> list[str]:
+        """init's provider step: a provider the lock file holds must still meet the configured
+        constraint (else init fails, as Terraform does without -upgrade); one it does not hold is
+        installed at the newest registry version that meets it. The lock file is read, not written:
+        its rewriting (a changed constraint, a new selection) is not emulated."""
+        locked = self.locked_providers()
+        reused: list[str] = []
+        installed: list[str] = []
+        for address, constraint in self.provider_requirements(files).items():
+            name = _short(address)
+            held = locked.get(address, {}).get("version")
+            try:
+                if held is not None:
+                    if constraint and not satisfies(held, constraint):
+                        raise self.ctx.fail(
+                            1,
+                            _diag(
+                                "Error",
+                                "Failed to query available provider packages",
+                                f"Could not retrieve the list of available versions for provider {name}: locked provider\n{address} {held} does not match configured version constraint\n{constraint}; must use terraform init -upgrade to allow selection of new versions",
+                            ),
+                        )
+                    reused.append(f"- Reusing previous version of {name} from the dependency lock file")
+                    installed.append(f"- Using previously-installed {name} v{held}")
+                    continue
+                offered = [v for v in REGISTRY.get(address, ()) if not constraint or satisfies(v, constraint)]
+            except ValueError as exc:
+                raise self.ctx.fail(1, _diag("Error", "Invalid provider version constraint", str(exc))) from None
+            if not offered:
+                raise self.ctx.fail(
+                    1,
+                    _diag(
+                        "Error",
+                        "Failed to query available provider packages",
+                        f"Could not retrieve the list of available versions for provider {name}: no available releases match the given constraints {constraint}",
+                    ),
+                )
+            pick = max(offered, key=_version)
+            finding = f'matching "{constraint}"' if constraint else ""
+            reused.append(
+                f"- Finding {'latest version of ' + name if not constraint else name + ' versions ' + finding}..."
+            )
+            installed.append(f"- Installing {name} v{pick}...\n- Installed {name} v{pick} (signed by HashiCorp)")
+        return reused + installed
 
     def do_validate(self, values: dict[str, Any]) -> None:
         self.check_init()
@@ -1363,8 +1529,17 @@ class _TF:
         )
 
     def do_providers(self, values: dict[str, Any]) -> None:
+        required = self.provider_requirements(self.tf_files())
+        tree = [
+            f"{'└──' if i == len(required) - 1 else '├──'} provider[{a}]{' ' + c if c else ''}"
+            for i, (a, c) in enumerate(required.items())
+        ]
+        state = sorted({_address("hashicorp/" + r.split("_", 1)[0]) for r in (self.stack or {}).get("resources", {})})
         self.ctx.out(
-            "\nProviders required by configuration:\n.\n└── provider[registry.terraform.io/hashicorp/aws] ~> 5.0\n\nProviders required by state:\n\n    provider[registry.terraform.io/hashicorp/aws]\n"
+            "\nProviders required by configuration:\n.\n"
+            + "\n".join(tree)
+            + "\n\nProviders required by state:\n\n"
+            + "".join(f"    provider[{a}]\n\n" for a in state)
         )
 
     def do_graph(self, values: dict[str, Any]) -> None:
