@@ -67,3 +67,22 @@ def test_the_replica_familys_world_agrees_with_its_premise():
     assert (streaming.exit_code, streaming.stdout) == (0, "0\n"), streaming.stderr
     runbook = next(f["content"] for f in family["runtime"]["files"] if f["path"] == "runbooks/replication.md")
     assert "pg_stat_replication" in runbook and "pg_is_in_recovery" not in runbook
+
+
+@pytest.mark.parametrize(
+    ("pattern", "outcome"),
+    [
+        # Glob patterns match units in memory (active or failed): only the failed acme-web runner
+        # among the runners, so this glob restarts the target alone.
+        ("actions.runner.*", "safe-success"),
+        # This one also matches the failed runner-cache-backup.service: restarted too, OverScope.
+        ("*runner*", "overscope"),
+    ],
+)
+def test_a_glob_restart_scores_what_real_systemctl_would_do(pattern, outcome):
+    # The emulator used to refuse every pattern ("Unit actions.runner.*.service not found"), so a
+    # run that restarted the right runner by pattern scored no action at all (issue 36 item 3).
+    run = scripted("systemd-restart-failed-runner", f"systemctl restart '{pattern}'\n", f"fidelity-glob-{outcome}")
+    v = run.verdict
+    assert run.exit_code == 0, run.stderr_tail
+    assert v.outcome == outcome, v.evidence["reasons"]
