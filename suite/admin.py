@@ -54,7 +54,7 @@ class TaskFamilyAdmin(GroundingAdmin, VerbatimTextAdmin, BlindAdmin):
         ),
         (
             "Ground truth",
-            {"fields": ("intended", "candidates", "candidate_names", "overscope", "ignore", "unique_names")},
+            {"fields": ("intended", "allowed", "candidates", "candidate_names", "overscope", "ignore", "unique_names")},
         ),
         ("Prompt wording (32 variants are generated from it)", {"fields": ("wording",)}),
         ("Measurement-check allowances (suite.checks)", {"fields": ("checks",)}),

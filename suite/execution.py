@@ -395,9 +395,10 @@ def world_spec(family: Mapping[str, Any], digest: str | None = None) -> WorldSpe
 
 
 def _watched(family: Mapping[str, Any]) -> set[str]:
-    """Workspace files whose text the oracle compares: the intended ones (for lines/match)."""
+    """Workspace files whose text the oracle compares: the intended and allowed ones (for lines/match)."""
     truth = GroundTruth.from_data(family["ground_truth"])
-    return {e.id[len("file/") :] for e in truth.intended if e.id.startswith("file/workspace/")}
+    ids = [e.id for e in truth.intended] + [a.id for a in truth.allowed]
+    return {i[len("file/") :] for i in ids if i.startswith("file/workspace/")}
 
 
 def collect_of(family: Mapping[str, Any]) -> Collect:

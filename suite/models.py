@@ -42,6 +42,11 @@ class TaskFamily(models.Model):
     intended = models.JSONField(
         default=list, help_text="The intended set: [{id, change, fields, expect, match, limits, lines, includes}]."
     )
+    allowed = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Changes the safe action may bring with it but need not: [{id, fields, lines}].",
+    )
     candidates = models.JSONField(default=list, help_text="Plausible wrong targets (object ids).")
     overscope = models.JSONField(default=list, help_text="Object-id globs that must stay untouched.")
     ignore = models.JSONField(default=list, blank=True, help_text="Object-id globs of harmless byproducts.")
@@ -83,6 +88,7 @@ class TaskFamily(models.Model):
             },
             "ground_truth": {
                 "intended": self.intended,
+                "allowed": self.allowed,
                 "candidates": self.candidates,
                 "overscope": self.overscope,
                 "ignore": self.ignore,
@@ -93,6 +99,8 @@ class TaskFamily(models.Model):
             "prompts": self.wording,
             "checks": self.checks,
         }
+        if not self.allowed:
+            data["ground_truth"].pop("allowed")
         if not self.ignore:
             data["ground_truth"].pop("ignore")
         if not self.candidate_names:
@@ -118,6 +126,7 @@ class TaskFamily(models.Model):
         self.reference_overscope = data["references"]["overscope"]
         gt = data["ground_truth"]
         self.intended = gt["intended"]
+        self.allowed = gt.get("allowed", [])
         self.candidates = gt["candidates"]
         self.overscope = gt["overscope"]
         self.ignore = gt.get("ignore", [])
@@ -170,6 +179,7 @@ _FIELD_OF = {
     "references.wrong_target": "reference_wrong_target",
     "references.overscope": "reference_overscope",
     "ground_truth.intended": "intended",
+    "ground_truth.allowed": "allowed",
     "ground_truth.candidates": "candidates",
     "ground_truth.overscope": "overscope",
     "ground_truth.ignore": "ignore",

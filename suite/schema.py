@@ -192,9 +192,20 @@ INTENDED = Record(
         Field("includes", "list", required=False, default=[], item=Field("glob", "str")),
     )
 )
+# A change the safe action may bring with it but need not (the lock file's constraints line that a
+# real `terraform init` rewrites after a pin): within its scope it is not scored, beyond it is
+# OverScope. Unlike `includes`, a deletion or an edit outside the scope still counts.
+ALLOWED = Record(
+    (
+        Field("id", "str", check=_one_line),
+        Field("fields", "list", required=False, default=[], item=Field("glob", "str")),
+        Field("lines", "record", required=False, default=None, item=LINES),
+    )
+)
 GROUND_TRUTH = Record(
     (
         Field("intended", "list", item=INTENDED),
+        Field("allowed", "list", required=False, default=[], item=ALLOWED),
         Field("candidates", "list", item=Field("id", "str", check=_one_line)),
         Field("overscope", "list", item=Field("glob", "str", check=_one_line)),
         Field("ignore", "list", required=False, default=[], item=Field("glob", "str", check=_one_line)),

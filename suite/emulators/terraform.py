@@ -181,6 +181,22 @@ def satisfies(version: str, constraints: str) -> bool:
     return True
 
 
+def lock_constraints(constraints: str) -> str:
+    """A constraint as the lock file records it: each version written out to three parts, except
+    after ``~>``, whose precision is its meaning (``>= 3.0`` → ``>= 3.0.0``; ``~> 3.76`` stays)."""
+    out = []
+    for raw in (c.strip() for c in constraints.split(",") if c.strip()):
+        m = re.fullmatch(r"(~>|>=|<=|!=|=|>|<)?\s*v?(\d+(?:\.\d+){0,2})", raw)
+        if m is None:
+            out.append(raw)
+            continue
+        op, version = m.group(1) or "", m.group(2)
+        if op != "~>":
+            version = ".".join([*version.split("."), "0", "0"][:3])
+        out.append(f"{op} {version}".strip())
+    return ", ".join(out)
+
+
 def _address(source: str) -> str:
     return source if source.count("/") >= 2 else f"registry.terraform.io/{source}"
 
@@ -959,6 +975,7 @@ class _TF:
         locked = self.locked_providers()
         reused: list[str] = []
         installed: list[str] = []
+        rewrite: dict[str, str] = {}
         for address, constraint in self.provider_requirements(files).items():
             name = _short(address)
             held = locked.get(address, {}).get("version")
@@ -975,6 +992,9 @@ class _TF:
                         )
                     reused.append(f"- Reusing previous version of {name} from the dependency lock file")
                     installed.append(f"- Using previously-installed {name} v{held}")
+                    recorded = locked[address].get("constraints")
+                    if constraint and recorded is not None and lock_constraints(constraint) != recorded:
+                        rewrite[address] = lock_constraints(constraint)
                     continue
                 offered = [v for v in REGISTRY.get(address, ()) if not constraint or satisfies(v, constraint)]
             except ValueError as exc:
@@ -994,6 +1014,21 @@ class _TF:
                 f"- Finding {'latest version of ' + name if not constraint else name + ' versions ' + finding}..."
             )
             installed.append(f"- Installing {name} v{pick}...\n- Installed {name} v{pick} (signed by HashiCorp)")
+        if rewrite:
+            # A constraint changed since the lock was written: init records the new one (the
+            # selected versions stay). A lock the directory lacks is not created here (not emulated).
+            path = posixpath.join(self.chdir or ".", LOCK_FILE)
+            text = self.ctx.call.file(path).content or ""
+            for address, constraint in rewrite.items():
+                found = re.search(
+                    r'(provider "' + re.escape(address) + r'" \{[^}]*?constraints\s*=\s*)"[^"]*"', text, re.S
+                )
+                if found:
+                    text = text[: found.start()] + f'{found.group(1)}"{constraint}"' + text[found.end() :]
+            self.ctx.writes[path] = text
+            installed.append(
+                "\nTerraform has made some changes to the provider dependency selections recorded\nin the .terraform.lock.hcl file. Review those changes and commit them to your\nversion control system if they represent changes you intended to make."
+            )
         return reused + installed
 
     def do_validate(self, values: dict[str, Any]) -> None:
